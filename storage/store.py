@@ -1,0 +1,130 @@
+"""The object-store interface every output goes through, and its local-folder backend.
+
+Keys are '/'-separated paths relative to the store's root (e.g. 'item-1/9x16.mp4'). Writes are atomic: a
+reader never sees half an object. The S3 backend lives in storage/s3.py.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Protocol
+
+from reelgen.errors import StorageError
+from storage.uri import Scheme, Uri, parse_uri
+
+
+class ObjectStore(Protocol):
+    """A flat key space under one root URI."""
+
+    root: str
+
+    def uri(self, key: str) -> str: ...
+
+    def put_file(self, key: str, path: Path, content_type: str) -> None: ...
+
+    def put_bytes(self, key: str, data: bytes, content_type: str) -> None: ...
+
+    def get_bytes(self, key: str) -> bytes | None:
+        """The object's bytes, or None when it does not exist."""
+        ...
+
+    def delete(self, key: str) -> None:
+        """Remove an object; removing a missing one is not an error."""
+        ...
+
+    def list(self, prefix: str) -> Iterator[str]:
+        """Keys that start with prefix."""
+        ...
+
+
+def _check_key(key: str) -> str:
+    parts = key.split("/")
+    if not key or key.startswith("/") or any(p in ("", ".", "..") for p in parts):
+        raise StorageError(f"object key {key!r} is not a clean relative path")
+    return key
+
+
+class LocalStore:
+    """A folder on the local file system."""
+
+    def __init__(self, root: Path) -> None:
+        self.root_path = root.resolve()
+        self.root = str(self.root_path)
+        try:
+            self.root_path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StorageError(f"cannot create output folder {self.root}: {exc}") from exc
+
+    def _path(self, key: str) -> Path:
+        return self.root_path / _check_key(key)
+
+    def uri(self, key: str) -> str:
+        return str(self._path(key))
+
+    def _atomic_write(self, key: str, write: object) -> None:
+        target = self._path(key)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=target.parent)
+            try:
+                with os.fdopen(fd, "wb") as handle:
+                    write(handle)  # type: ignore[operator]
+                    handle.flush()
+                    os.fsync(handle.fileno())
+                os.chmod(tmp, 0o644)
+                os.replace(tmp, target)
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise
+        except OSError as exc:
+            raise StorageError(f"cannot write {target}: {exc}") from exc
+
+    def put_file(self, key: str, path: Path, content_type: str) -> None:
+        def copy(handle: object) -> None:
+            with open(path, "rb") as src:
+                shutil.copyfileobj(src, handle, 1 << 20)  # type: ignore[misc]
+
+        self._atomic_write(key, copy)
+
+    def put_bytes(self, key: str, data: bytes, content_type: str) -> None:
+        self._atomic_write(key, lambda handle: handle.write(data))
+
+    def get_bytes(self, key: str) -> bytes | None:
+        try:
+            return self._path(key).read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise StorageError(f"cannot read {self._path(key)}: {exc}") from exc
+
+    def delete(self, key: str) -> None:
+        try:
+            self._path(key).unlink(missing_ok=True)
+        except OSError as exc:
+            raise StorageError(f"cannot delete {self._path(key)}: {exc}") from exc
+
+    def list(self, prefix: str) -> Iterator[str]:
+        base = self.root_path
+        for dirpath, _dirs, files in os.walk(base):
+            for name in files:
+                if name.startswith(".tmp-"):
+                    continue
+                key = Path(dirpath, name).relative_to(base).as_posix()
+                if key.startswith(prefix):
+                    yield key
+
+
+def open_store(root: str | Uri) -> ObjectStore:
+    """The store for an output URI: a local folder by default, s3://bucket/prefix for S3."""
+    uri = root if isinstance(root, Uri) else parse_uri(root)
+    if uri.scheme is Scheme.FILE:
+        return LocalStore(uri.local_path)
+    if uri.scheme is Scheme.S3:
+        from storage.s3 import S3Store
+
+        return S3Store(uri.authority, uri.path)
+    raise StorageError(f"{uri.raw}: outputs go to a local folder or s3://bucket/prefix, not {uri.scheme.value}")

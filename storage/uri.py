@@ -1,0 +1,67 @@
+"""Parsing the URIs a catalog or a flag may carry: plain paths, file://, s3://bucket/key, http(s)://."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+from reelgen.errors import ForbiddenSource
+
+
+class Scheme(str, Enum):
+    FILE = "file"
+    S3 = "s3"
+    HTTP = "http"
+    HTTPS = "https"
+
+
+@dataclass(frozen=True)
+class Uri:
+    scheme: Scheme
+    #: bucket for s3, host[:port] for http(s), empty for files
+    authority: str
+    #: key for s3 (no leading slash), absolute path for files, path+query for http(s)
+    path: str
+    raw: str
+
+    @property
+    def local_path(self) -> Path:
+        if self.scheme is not Scheme.FILE:
+            raise ValueError(f"{self.raw} is not a local path")
+        return Path(self.path)
+
+    def join(self, *parts: str) -> str:
+        """A child URI of this one, as a string."""
+        tail = "/".join(p.strip("/") for p in parts if p)
+        if self.scheme is Scheme.FILE:
+            return str(Path(self.path, tail))
+        base = self.raw.rstrip("/")
+        return f"{base}/{tail}" if tail else base
+
+
+def parse_uri(text: str, base_dir: Path | None = None) -> Uri:
+    """Parse a URI; relative paths resolve against base_dir (the catalog's folder) or the working directory."""
+    if not text or not text.strip():
+        raise ForbiddenSource("empty URI")
+    parsed = urlparse(text)
+    scheme = parsed.scheme.lower()
+    if scheme in ("", "file") or (len(scheme) == 1 and text[1:3] in (":\\", ":/")):
+        raw_path = unquote(parsed.path) if scheme == "file" else text
+        path = Path(raw_path).expanduser()
+        if not path.is_absolute():
+            path = (base_dir or Path.cwd()) / path
+        return Uri(Scheme.FILE, "", str(path.resolve()), text)
+    if scheme == "s3":
+        if not parsed.netloc:
+            raise ForbiddenSource(f"{text!r}: an s3 URI needs a bucket (s3://bucket/key)")
+        return Uri(Scheme.S3, parsed.netloc, parsed.path.lstrip("/"), text)
+    if scheme in ("http", "https"):
+        if not parsed.hostname:
+            raise ForbiddenSource(f"{text!r}: no host")
+        path = parsed.path or "/"
+        if parsed.query:
+            path += "?" + parsed.query
+        return Uri(Scheme(scheme), parsed.netloc, path, text)
+    raise ForbiddenSource(f"{text!r}: scheme {scheme!r} is not supported (use a path, file://, s3:// or https://)")

@@ -1,0 +1,11 @@
+"""reelgen's inference service: one daemon per GPU holding the models, fed by CPU workers
+through shared memory.
+
+Importing this package (or its client) never imports torch; only the daemon and the model registry do.
+"""
+
+from gpu_service.client import InferenceClient
+from gpu_service.config import DaemonSettings
+from gpu_service.scheduler import PriorityKey
+
+__all__ = ["DaemonSettings", "InferenceClient", "PriorityKey"]

@@ -94,6 +94,10 @@ class InferenceRejected(InferenceError):
     """The daemon rejected a request (bad shape, unknown model, malformed message)."""
 
 
+class ItemTimeout(ReelgenError):
+    """An item's stage ran past the task time limit."""
+
+
 class JobNotFound(ReelgenError):
     """No job with that id exists in the ledger."""
 

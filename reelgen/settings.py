@@ -9,11 +9,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from reelgen import PIPELINE_VERSION
@@ -28,6 +27,33 @@ def parse_aspect(text: str) -> tuple[int, int]:
     if len(parts) != 2 or not all(p.isdigit() and 0 < int(p) <= 64 for p in parts):
         raise ConfigError(f"aspect {text!r} is not of the form A:B with whole numbers 1..64 (e.g. 9:16)")
     return int(parts[0]), int(parts[1])
+
+
+class OutputConfig(BaseModel):
+    """What a job produces: stored with the job so every worker renders a job the same way."""
+
+    model_config = ConfigDict(frozen=True)
+
+    out: str
+    aspects: tuple[str, ...]
+    window_s: float
+    sample_fps: float
+    scorer: str
+    crf: int
+    preset: str
+    audio_bitrate: int
+    max_output_side: int | None
+
+    @property
+    def aspect_pairs(self) -> list[tuple[int, int]]:
+        return [parse_aspect(a) for a in self.aspects]
+
+    @property
+    def config_hash(self) -> str:
+        """Covers every setting that changes output bytes and the pipeline version, not where outputs go."""
+        hashed = self.model_dump(exclude={"out"})
+        hashed["pipeline"] = PIPELINE_VERSION
+        return hashlib.sha256(json.dumps(hashed, sort_keys=True).encode()).hexdigest()[:16]
 
 
 class Settings(BaseSettings):
@@ -114,31 +140,21 @@ class Settings(BaseSettings):
         return self.codec_threads or max(1, self.cpus // self.worker_count)
 
     @property
-    def aspect_pairs(self) -> list[tuple[int, int]]:
-        return [parse_aspect(a) for a in self.aspects]
-
-    @property
     def resolved_cache_dir(self) -> Path:
         return self.cache_dir or self.state_dir / "cache"
 
-    def output_settings(self) -> dict[str, Any]:
-        """Every setting that changes output bytes, with the pipeline version."""
-        return {
-            "pipeline": PIPELINE_VERSION,
-            "aspects": list(self.aspects),
-            "window_s": self.window_s,
-            "sample_fps": self.sample_fps,
-            "scorer": self.scorer,
-            "crf": self.crf,
-            "preset": self.preset,
-            "audio_bitrate": self.audio_bitrate,
-            "max_output_side": self.max_output_side,
-        }
-
-    @cached_property
-    def config_hash(self) -> str:
-        blob = json.dumps(self.output_settings(), sort_keys=True).encode()
-        return hashlib.sha256(blob).hexdigest()[:16]
+    def output_config(self) -> OutputConfig:
+        return OutputConfig(
+            out=self.out,
+            aspects=self.aspects,
+            window_s=self.window_s,
+            sample_fps=self.sample_fps,
+            scorer=self.scorer,
+            crf=self.crf,
+            preset=self.preset,
+            audio_bitrate=self.audio_bitrate,
+            max_output_side=self.max_output_side,
+        )
 
     def masked(self) -> dict[str, Any]:
         """Settings for display: secrets shown as '***'."""

@@ -1,0 +1,5 @@
+import sys
+
+from gpu_service.daemon import main
+
+sys.exit(main())

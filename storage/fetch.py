@@ -1,0 +1,425 @@
+"""Turning a source URI from a catalog into a local file a decoder can open.
+
+Local paths are used in place; s3:// and http(s):// sources are downloaded once per node into the NodeCache
+and pinned there for as long as the caller's `with fetcher.local_path(uri) as path:` block runs (a context
+manager, not a plain path, because a cached file could otherwise be evicted before a decoder opens it).
+
+HTTP sources are untrusted input, so:
+- byte limit (max_source_bytes) from Content-Length and again while streaming;
+- SSRF: unless allow_private_http, every address a host resolves to must be public, checked again on every
+  redirect hop (redirects are followed by hand, at most max_redirects), and the socket actually connected is
+  vetted before a byte is sent, which closes the DNS-rebinding gap between our lookup and the client's own.
+  Proxies from the environment are ignored (trust_env=False): through a proxy the connected peer says nothing
+  about the final host;
+- retries with exponential backoff on connection errors and 5xx, Retry-After honoured (bounded) on 429/503;
+- at most `host_slots` concurrent downloads per host across all processes of the node (flock'ed slot files).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import email.utils
+import fcntl
+import hashlib
+import ipaddress
+import logging
+import os
+import random
+import socket
+import stat
+import time
+from collections.abc import Callable, Iterator, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import urljoin, urlparse
+
+import requests
+from requests.adapters import HTTPAdapter
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+
+from reelgen.errors import ForbiddenSource, SourceNotFound, SourceTooLarge, SourceUnreachable
+from reelgen.settings import Settings
+from storage.cache import NodeCache
+from storage.s3 import download_object, make_client
+from storage.uri import Scheme, Uri, parse_uri
+
+log = logging.getLogger(__name__)
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+_CHUNK = 1 << 20
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
+_GONE = frozenset({404, 410})
+
+
+def shown(url: str) -> str:
+    """url for messages and logs: without user info and query, which may carry credentials or signatures."""
+    parsed = urlparse(url)
+    host = parsed.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    try:
+        port = f":{parsed.port}" if parsed.port else ""
+    except ValueError:
+        port = ""
+    query = "?..." if parsed.query else ""
+    return f"{parsed.scheme}://{host}{port}{parsed.path}{query}"
+
+
+def forbidden_reason(address: IPAddress) -> str | None:
+    """Why address may not be fetched from when private addresses are refused, or None if it is public."""
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    checks = (
+        # the specific flags first: Python's is_private also covers several of them
+        ("loopback", address.is_loopback),
+        ("link-local", address.is_link_local),
+        ("multicast", address.is_multicast),
+        ("unspecified", address.is_unspecified),
+        ("reserved", address.is_reserved),
+        ("private", address.is_private),
+        # catches shared (100.64/10), documentation and other special ranges the flags above miss
+        ("non-global", not address.is_global),
+    )
+    return next((name for name, hit in checks if hit), None)
+
+
+def resolve(host: str, port: int) -> list[IPAddress]:
+    """Every address host resolves to (IP literals resolve to themselves)."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        raise SourceUnreachable(f"host {host!r} does not resolve: {exc}") from exc
+    return [ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in infos]
+
+
+class AddressPolicy:
+    """Which hosts HTTP sources may come from."""
+
+    def __init__(self, allow_private: bool, exempt: Sequence[IPNetwork] = ()) -> None:
+        self.allow_private = allow_private
+        self.exempt = tuple(exempt)
+
+    def check_address(self, address: IPAddress, where: str) -> None:
+        if self.allow_private or any(address in net for net in self.exempt):
+            return
+        reason = forbidden_reason(address)
+        if reason is not None:
+            raise ForbiddenSource(
+                f"{where}: host address {address} is {reason}; "
+                "set REELGEN_ALLOW_PRIVATE_HTTP=1 to fetch from private networks"
+            )
+
+    def check_url(self, url: str) -> None:
+        parsed = urlparse(url)
+        if parsed.scheme.lower() not in ("http", "https") or not parsed.hostname:
+            raise ForbiddenSource(
+                f"{shown(url)}: only http(s) URLs with a host may be fetched (or redirected to)"
+            )
+        try:
+            port = parsed.port or (443 if parsed.scheme.lower() == "https" else 80)
+        except ValueError as exc:
+            raise ForbiddenSource(f"{shown(url)}: bad port: {exc}") from exc
+        if self.allow_private:
+            return
+        for address in resolve(parsed.hostname, port):
+            self.check_address(address, shown(url))
+
+    def check_peer(self, sock: socket.socket, host: str) -> None:
+        """Vet the address a socket actually connected to (the HTTP client resolved the host again)."""
+        if self.allow_private:
+            return
+        peer = ipaddress.ip_address(str(sock.getpeername()[0]).split("%")[0])
+        self.check_address(peer, f"connection to {host}")
+
+
+def guarded_adapter(policy: AddressPolicy) -> HTTPAdapter:
+    """A requests adapter whose every new connection is vetted by policy before a byte is sent.
+
+    This is what closes DNS rebinding: a host that resolved to a public address for check_url and to a private
+    one for the client's own lookup is refused here. It overrides urllib3's connection factory (`_new_conn`),
+    a private hook, stable since urllib3 1.x; tests exercise it.
+    """
+
+    def vetted(sock: socket.socket, host: str) -> socket.socket:
+        try:
+            policy.check_peer(sock, host)
+        except BaseException:
+            sock.close()
+            raise
+        return sock
+
+    class Connection(HTTPConnection):
+        def _new_conn(self) -> socket.socket:
+            return vetted(super()._new_conn(), self.host)
+
+    class TLSConnection(HTTPSConnection):
+        def _new_conn(self) -> socket.socket:
+            return vetted(super()._new_conn(), self.host)
+
+    class Pool(HTTPConnectionPool):
+        ConnectionCls = Connection
+
+    class TLSPool(HTTPSConnectionPool):
+        ConnectionCls = TLSConnection
+
+    class Adapter(HTTPAdapter):
+        def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+            super().init_poolmanager(*args, **kwargs)
+            self.poolmanager.pool_classes_by_scheme = {"http": Pool, "https": TLSPool}
+
+    return Adapter(max_retries=0)
+
+
+class HostSlots:
+    """At most `per_host` holders per host across every process using the same folder."""
+
+    def __init__(self, root: Path, per_host: int) -> None:
+        if per_host < 1:
+            raise ValueError("per_host must be at least 1")
+        self.root = root
+        self.per_host = per_host
+        root.mkdir(parents=True, exist_ok=True)
+
+    @contextlib.contextmanager
+    def hold(self, host: str) -> Iterator[None]:
+        stem = hashlib.sha256(host.lower().encode()).hexdigest()[:24]
+        fds = [
+            os.open(self.root / f"{stem}.{i}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+            for i in range(self.per_host)
+        ]
+        try:
+            held = next((fd for fd in fds if _try_flock(fd)), None)
+            if held is None:
+                # Blocking on one random slot instead of polling all: waiters spread over slots, no busy loop.
+                fcntl.flock(random.choice(fds), fcntl.LOCK_EX)
+            yield
+        finally:
+            for fd in fds:
+                os.close(fd)
+
+
+def _try_flock(fd: int) -> bool:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+class _Retryable(Exception):
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+def parse_retry_after(value: str | None, now: datetime | None = None) -> float | None:
+    """Seconds to wait from a Retry-After header (delta-seconds or HTTP date); None if absent or bad."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
+
+
+class HttpDownloader:
+    """One http(s) source to one local file, under the policies in the module docstring."""
+
+    def __init__(
+        self,
+        policy: AddressPolicy,
+        slots: HostSlots,
+        *,
+        timeout_s: float,
+        max_bytes: int,
+        max_attempts: int = 4,
+        backoff_s: float = 0.5,
+        max_retry_after_s: float = 30.0,
+        max_redirects: int = 5,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.policy = policy
+        self.slots = slots
+        self.timeout_s = timeout_s
+        self.max_bytes = max_bytes
+        self.max_attempts = max_attempts
+        self.backoff_s = backoff_s
+        self.max_retry_after_s = max_retry_after_s
+        self.max_redirects = max_redirects
+        self._sleep = sleep
+
+    def download(self, url: str, dest: Path) -> int:
+        host = urlparse(url).hostname or ""
+        last: _Retryable | None = None
+        for attempt in range(1, self.max_attempts + 1):
+            try:
+                with self.slots.hold(host):
+                    return self._attempt(url, dest)
+            except _Retryable as exc:
+                last = exc
+                if attempt < self.max_attempts:
+                    delay = self._delay(attempt, exc.retry_after)
+                    log.warning("fetch %s: %s; retry %d in %.2fs", shown(url), exc, attempt, delay)
+                    self._sleep(delay)
+        raise SourceUnreachable(f"{shown(url)}: {last} (gave up after {self.max_attempts} attempts)")
+
+    def _delay(self, attempt: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            return min(retry_after, self.max_retry_after_s)
+        # Jitter keeps the node's workers from retrying a recovering host in lockstep.
+        ceiling = self.backoff_s * 2 ** (attempt - 1)
+        return random.uniform(ceiling / 2, ceiling)
+
+    def _attempt(self, url: str, dest: Path) -> int:
+        with requests.Session() as session:
+            session.trust_env = False
+            adapter = guarded_adapter(self.policy)
+            session.mount("http://", adapter)
+            session.mount("https://", adapter)
+            response = self._open(session, url)
+            with response:
+                self._check_status(response, url)
+                return self._stream(response, url, dest)
+
+    def _open(self, session: requests.Session, url: str) -> requests.Response:
+        for _hop in range(self.max_redirects + 1):
+            self.policy.check_url(url)
+            try:
+                response = session.get(
+                    url,
+                    stream=True,
+                    allow_redirects=False,
+                    timeout=self.timeout_s,
+                    headers={"Accept-Encoding": "identity"},
+                )
+            except (requests.ConnectionError, requests.Timeout) as exc:
+                raise _Retryable(f"connection failed: {exc}") from exc
+            if response.status_code not in _REDIRECTS or "location" not in response.headers:
+                return response
+            response.close()
+            url = urljoin(url, response.headers["location"])
+        raise SourceUnreachable(f"{shown(url)}: more than {self.max_redirects} redirects")
+
+    def _check_status(self, response: requests.Response, url: str) -> None:
+        status = response.status_code
+        if status == 200:
+            return
+        if status in _GONE:
+            raise SourceNotFound(f"{shown(url)}: HTTP {status}")
+        if status == 429 or status >= 500:
+            retry_after = parse_retry_after(response.headers.get("retry-after"))
+            raise _Retryable(f"HTTP {status}", retry_after)
+        raise SourceUnreachable(f"{shown(url)}: HTTP {status} {response.reason}")
+
+    def _stream(self, response: requests.Response, url: str, dest: Path) -> int:
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > self.max_bytes:
+            raise SourceTooLarge(
+                f"{shown(url)} is {declared} bytes, over the limit of {self.max_bytes} (max_source_bytes)"
+            )
+        written = 0
+        try:
+            with open(dest, "wb") as out:
+                for chunk in response.iter_content(_CHUNK):
+                    written += len(chunk)
+                    if written > self.max_bytes:
+                        raise SourceTooLarge(
+                            f"{shown(url)} exceeds the limit of {self.max_bytes} bytes (max_source_bytes)"
+                        )
+                    out.write(chunk)
+        except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError) as exc:
+            raise _Retryable(f"download interrupted: {exc}") from exc
+        return written
+
+
+class Fetcher:
+    """Local files for source URIs: `with fetcher.local_path(uri) as path: ...`."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        cache: NodeCache | None = None,
+        *,
+        s3_client: Any | None = None,
+        exempt_networks: Sequence[IPNetwork] = (),
+        host_slots: int = 4,
+        max_attempts: int = 4,
+        backoff_s: float = 0.5,
+        max_retry_after_s: float = 30.0,
+        max_redirects: int = 5,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.settings = settings
+        self.cache = (
+            cache if cache is not None else NodeCache(settings.resolved_cache_dir, settings.cache_max_bytes)
+        )
+        self._s3_client = s3_client
+        self.http = HttpDownloader(
+            AddressPolicy(settings.allow_private_http, exempt_networks),
+            HostSlots(self.cache.root / "hosts", host_slots),
+            timeout_s=settings.http_timeout_s,
+            max_bytes=settings.max_source_bytes,
+            max_attempts=max_attempts,
+            backoff_s=backoff_s,
+            max_retry_after_s=max_retry_after_s,
+            max_redirects=max_redirects,
+            sleep=sleep,
+        )
+
+    @contextlib.contextmanager
+    def local_path(self, uri_text: str, base_dir: Path | None = None) -> Iterator[Path]:
+        """A local file holding the source; cached downloads stay pinned until the block exits."""
+        uri = parse_uri(uri_text, base_dir)
+        if uri.scheme is Scheme.FILE:
+            yield self._check_size(self._regular_file(uri.local_path), uri.raw)
+            return
+        with self.cache.open(uri.raw, self._filler(uri)) as path:
+            # An entry cached under an older, larger limit must not slip past the current one.
+            yield self._check_size(path, uri.raw)
+
+    def _filler(self, uri: Uri) -> Callable[[Path], None]:
+        if uri.scheme is Scheme.S3:
+            return lambda dest: self._fetch_s3(uri, dest)
+        return lambda dest: self._fetch_http(uri, dest)
+
+    def _fetch_s3(self, uri: Uri, dest: Path) -> None:
+        if not uri.path:
+            raise SourceNotFound(f"{uri.raw}: an s3 source needs a key (s3://bucket/key)")
+        download_object(self._s3(), uri.authority, uri.path, dest, max_bytes=self.settings.max_source_bytes)
+
+    def _fetch_http(self, uri: Uri, dest: Path) -> None:
+        self.http.download(uri.raw, dest)
+
+    def _s3(self) -> Any:
+        if self._s3_client is None:
+            self._s3_client = make_client()
+        return self._s3_client
+
+    @staticmethod
+    def _regular_file(path: Path) -> Path:
+        try:
+            mode = path.stat().st_mode
+        except FileNotFoundError as exc:
+            raise SourceNotFound(f"{path} does not exist") from exc
+        except OSError as exc:
+            raise SourceNotFound(f"{path} cannot be read: {exc}") from exc
+        if not stat.S_ISREG(mode):
+            raise SourceNotFound(f"{path} is not a regular file")
+        return path
+
+    def _check_size(self, path: Path, where: str) -> Path:
+        size = path.stat().st_size
+        if size > self.settings.max_source_bytes:
+            limit = self.settings.max_source_bytes
+            raise SourceTooLarge(f"{where} is {size} bytes, over the limit of {limit} (max_source_bytes)")
+        return path

@@ -1,0 +1,87 @@
+"""Test videos with known answers: every frame carries its index as a row of black/white blocks."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from pathlib import Path
+
+import av
+import numpy as np
+
+CODE_BITS = 10
+BLOCK = 16
+
+
+def code_frame(index: int, width: int, height: int) -> np.ndarray:
+    """An RGB frame whose centre row of blocks spells index in binary (most significant bit first)."""
+    frame = np.full((height, width, 3), 90, np.uint8)
+    frame[:, : width // 4] = (200, 60, 60)  # a coloured left quarter makes orientation visible
+    y0 = height // 2 - BLOCK // 2
+    x0 = width // 2 - CODE_BITS * BLOCK // 2
+    for bit in range(CODE_BITS):
+        on = (index >> (CODE_BITS - 1 - bit)) & 1
+        frame[y0 : y0 + BLOCK, x0 + bit * BLOCK : x0 + (bit + 1) * BLOCK] = 255 if on else 0
+    return frame
+
+
+def read_code(rgb: np.ndarray) -> int:
+    """The index spelled by code_frame's blocks at the centre of rgb."""
+    height, width = rgb.shape[:2]
+    y = height // 2
+    x0 = width // 2 - CODE_BITS * BLOCK // 2
+    value = 0
+    for bit in range(CODE_BITS):
+        x = x0 + bit * BLOCK + BLOCK // 2
+        patch = rgb[y - 3 : y + 3, x - 3 : x + 3].astype(np.float32).mean()
+        value = (value << 1) | int(patch > 128)
+    return value
+
+
+def make_code_video(
+    path: Path,
+    *,
+    seconds: float = 4.0,
+    fps: int = 25,
+    size: tuple[int, int] = (640, 360),
+    rotation: int = 0,
+    audio: bool = True,
+    keyint: int | None = None,
+    frame_times: list[float] | None = None,
+) -> list[float]:
+    """Write an H.264 (+AAC) video whose frame k shows k; returns each frame's presentation time.
+
+    size is the coded size; a rotation stores a display matrix so players turn the picture. frame_times gives
+    explicit (variable-rate) timestamps.
+    """
+    width, height = size
+    times = frame_times if frame_times is not None else [k / fps for k in range(int(seconds * fps))]
+    time_base = Fraction(1, 90_000)
+    with av.open(str(path), "w", format="mp4") as container:
+        video = container.add_stream("libx264", rate=fps)
+        video.width, video.height, video.pix_fmt = width, height, "yuv420p"
+        video.time_base = time_base
+        video.codec_context.time_base = time_base
+        if keyint is not None:
+            video.options = {"g": str(keyint), "keyint_min": str(keyint)}
+        if rotation:
+            video.set_display_rotation(rotation)
+        sound = container.add_stream("aac", rate=48_000) if audio else None
+        if sound is not None:
+            sound.layout = "stereo"
+        for k, t in enumerate(times):
+            frame = av.VideoFrame.from_ndarray(code_frame(k, width, height), format="rgb24")
+            frame.pts = round(t / time_base)
+            frame.time_base = time_base
+            container.mux(video.encode(frame))
+        container.mux(video.encode(None))
+        if sound is not None:
+            total = int((times[-1] + 1 / fps) * 48_000)
+            tone = (0.2 * np.sin(2 * np.pi * 440 * np.arange(total) / 48_000)).astype(np.float32)
+            for start in range(0, total, 1024):
+                chunk = np.ascontiguousarray(np.stack([tone[start : start + 1024]] * 2))
+                frame = av.AudioFrame.from_ndarray(chunk, format="fltp", layout="stereo")
+                frame.sample_rate = 48_000
+                frame.pts = start
+                container.mux(sound.encode(frame))
+            container.mux(sound.encode(None))
+    return times

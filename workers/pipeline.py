@@ -1,0 +1,213 @@
+"""The item pipeline's stages as plain functions: probe, analyse (sample, score, select, frame), render+publish.
+
+Each stage takes and returns JSON-able values so a Celery task can hand its result to the next stage; the tasks
+in workers/tasks.py only wrap these with ledger bookkeeping.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from contextlib import AbstractContextManager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import av
+import cv2
+import numpy as np
+
+from jobs.catalog import CatalogEntry
+from reelgen import PIPELINE_VERSION, __version__
+from reelgen.errors import ImageError
+from reelgen.settings import OutputConfig, Settings
+from storage.manifest import clip_key, manifest_key, write_manifest
+from storage.store import ObjectStore
+from workers.framing import CropPath, CropRect, aspect_size, static_subject_path
+from workers.render import EncodeOptions, OutputSpec, render_window
+from workers.scoring import score_frames, shot_signature
+from workers.video import VideoInfo, VideoSource
+from workers.windows import Window, best_window, detect_cuts
+
+# A match this strong means the product is on screen; weaker best matches are background texture.
+SUBJECT_MATCH = 0.45
+
+
+class SourceOpener(Protocol):
+    """Gives a local file for a source URI for the duration of a with-block (the fetch layer)."""
+
+    def local_path(self, uri: str) -> AbstractContextManager[Path]: ...
+
+
+@dataclass(frozen=True)
+class Analysis:
+    window: Window
+    #: (t, frame value) for every sample: the score curve shown in reports
+    curve: list[tuple[float, float]]
+    cuts: list[float]
+    #: per aspect label: crop path key times and rectangles (x, y, w, h)
+    crop_keys: dict[str, list[tuple[float, int, int, int, int]]]
+    subject_boxes: list[tuple[float, float, float, float, float]]
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Analysis:
+        return cls(
+            window=Window(**data["window"]),
+            curve=[tuple(p) for p in data["curve"]],  # type: ignore[misc]
+            cuts=list(data["cuts"]),
+            crop_keys={k: [tuple(r) for r in v] for k, v in data["crop_keys"].items()},  # type: ignore[misc]
+            subject_boxes=[tuple(b) for b in data["subject_boxes"]],  # type: ignore[misc]
+        )
+
+    def crop_path(self, aspect: str) -> CropPath:
+        keys = self.crop_keys[aspect]
+        return CropPath(tuple(k[0] for k in keys), tuple(CropRect(*k[1:]) for k in keys))
+
+
+def info_to_json(info: VideoInfo) -> dict[str, Any]:
+    return asdict(info)
+
+
+def info_from_json(data: dict[str, Any]) -> VideoInfo:
+    return VideoInfo(**data)
+
+
+def probe(entry: CatalogEntry, opener: SourceOpener, settings: Settings) -> VideoInfo:
+    with opener.local_path(entry.video) as path, VideoSource(path) as source:
+        source.check_limits(max_duration_s=settings.max_duration_s, max_pixels=settings.max_pixels)
+        return source.info
+
+
+def load_image(path: Path) -> np.ndarray:
+    """The main image as RGB uint8."""
+    data = np.fromfile(path, dtype=np.uint8)
+    image = cv2.imdecode(data, cv2.IMREAD_COLOR) if data.size else None
+    if image is None:
+        raise ImageError(f"{path.name}: the main image is not a decodable picture")
+    return cv2.cvtColor(image, cv2.COLOR_BGR2RGB)
+
+
+def sample_times(info: VideoInfo, fps: float) -> list[float]:
+    count = max(1, int(info.duration_s * fps))
+    return [info.start_s + k / fps for k in range(count)]
+
+
+def analyse(
+    entry: CatalogEntry, info: VideoInfo, opener: SourceOpener, config: OutputConfig, threads: int
+) -> Analysis:
+    with opener.local_path(entry.image) as image_path:
+        main_image = load_image(image_path)
+    with opener.local_path(entry.video) as path, VideoSource(path, threads=threads) as source:
+        frames = source.sample(sample_times(info, config.sample_fps))
+    scores = score_frames([(f.t, f.rgb) for f in frames], main_image)
+    times = [f.t - info.start_s for f in frames]
+    cuts = detect_cuts(times, [shot_signature(f.rgb) for f in frames])
+    window = best_window(
+        times,
+        [s.value for s in scores],
+        cuts,
+        duration_s=info.duration_s,
+        window_s=config.window_s,
+        step_s=1.0 / config.sample_fps,
+    )
+    window = Window(
+        window.start_s + info.start_s, window.end_s + info.start_s, round(window.score, 4), window.truncated
+    )
+    in_window = [s for s in scores if window.start_s <= s.t < window.end_s]
+    subject = [(s.t, *s.box) for s in in_window if s.box is not None and s.match >= SUBJECT_MATCH]
+    crop_keys: dict[str, list[tuple[float, int, int, int, int]]] = {}
+    for pair in config.aspect_pairs:
+        size = aspect_size(pair, info.width, info.height, config.max_output_side)
+        path = static_subject_path(size, info.width, info.height, [b[1:] for b in subject], window.start_s)
+        crop_keys[size.label] = [(t, r.x, r.y, r.w, r.h) for t, r in zip(path.times, path.rects, strict=True)]
+    return Analysis(
+        window=window,
+        curve=[(round(s.t, 3), round(s.value, 4)) for s in scores],
+        cuts=[round(c + info.start_s, 3) for c in cuts],
+        crop_keys=crop_keys,
+        subject_boxes=[tuple(round(v, 1) for v in b) for b in subject],  # type: ignore[misc]
+    )
+
+
+def versions() -> dict[str, str]:
+    return {"reelgen": __version__, "pipeline": PIPELINE_VERSION, "pyav": av.__version__}
+
+
+def render_and_publish(
+    entry: CatalogEntry,
+    info: VideoInfo,
+    analysis: Analysis,
+    opener: SourceOpener,
+    store: ObjectStore,
+    config: OutputConfig,
+    options: EncodeOptions,
+    *,
+    work_dir: Path,
+    job_id: str,
+) -> dict[str, Any]:
+    """Render every aspect, upload the clips, then write the manifest last; returns the manifest.
+
+    An earlier manifest is deleted first so that it can never point at clips this attempt is replacing.
+    """
+    store.delete(manifest_key(entry.item_id))
+    scratch = Path(tempfile.mkdtemp(prefix=f"{entry.item_id}-", dir=work_dir))
+    try:
+        specs = []
+        for pair in config.aspect_pairs:
+            size = aspect_size(pair, info.width, info.height, config.max_output_side)
+            specs.append(
+                OutputSpec(
+                    aspect=size.label,
+                    width=size.out_w,
+                    height=size.out_h,
+                    crop_at=analysis.crop_path(size.label),
+                    path=scratch / f"{size.file_stem}.mp4",
+                )
+            )
+        window = analysis.window
+        with opener.local_path(entry.video) as source_path:
+            render_window(source_path, window.start_s, window.end_s, specs, options)
+        outputs = []
+        for pair, spec in zip(config.aspect_pairs, specs, strict=True):
+            key = clip_key(entry.item_id, pair)
+            store.put_file(key, spec.path, "video/mp4")
+            outputs.append(
+                {
+                    "aspect": spec.aspect,
+                    "uri": store.uri(key),
+                    "width": spec.width,
+                    "height": spec.height,
+                    "padded": spec.padded,
+                    "frames": spec.frames,
+                    "crops": [rect.as_dict(t) for t, rect in spec.crops],
+                }
+            )
+        manifest = {
+            "item_id": entry.item_id,
+            "status": "done",
+            "job_id": job_id,
+            "created_at": time.time(),
+            "source": info.as_manifest(entry.video),
+            "source_version": entry.version,
+            "title": entry.title,
+            "window": {
+                "start_s": window.start_s,
+                "end_s": window.end_s,
+                "score": window.score,
+                "truncated": window.truncated,
+            },
+            "text_boxes": [],
+            "text_detection": "none",
+            "outputs": outputs,
+            "config_hash": config.config_hash,
+            "scorer": config.scorer,
+            "versions": versions(),
+        }
+        write_manifest(store, entry.item_id, manifest)
+        return manifest
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)

@@ -1,0 +1,220 @@
+"""Rendering a window into every aspect's clip: decode once, feed every encoder from the same frames.
+
+Frames stay in yuv420p from the decoder to the encoders: cropping is slicing the three planes, so there is no
+colour conversion per output (the source's pixels pass through untouched apart from the crop and any downscale).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+
+import av
+import av.error
+import cv2
+import numpy as np
+
+from reelgen.errors import RenderError, UnreadableVideo
+from workers.framing import CropRect
+from workers.video import VideoSource, quarter_turns
+
+log = logging.getLogger(__name__)
+
+# Output timestamps at 90 kHz keep variable frame rates exact.
+OUTPUT_TIME_BASE = Fraction(1, 90_000)
+
+
+@dataclass(frozen=True)
+class EncodeOptions:
+    crf: int = 21
+    preset: str = "veryfast"
+    threads: int = 1
+    audio_bitrate: int = 128_000
+
+
+@dataclass
+class OutputSpec:
+    """One clip to write: its aspect label, output size, and where the crop sits at each source time."""
+
+    aspect: str
+    width: int
+    height: int
+    crop_at: Callable[[float], CropRect]
+    path: Path
+    padded: bool = False
+    crops: list[tuple[float, CropRect]] = field(default_factory=list)
+    frames: int = 0
+
+
+@dataclass(frozen=True)
+class Planes:
+    """A yuv420p picture as three planes (display orientation)."""
+
+    y: np.ndarray
+    u: np.ndarray
+    v: np.ndarray
+
+    def crop(self, rect: CropRect) -> Planes:
+        x, y, w, h = rect.x, rect.y, rect.w, rect.h
+        return Planes(
+            self.y[y : y + h, x : x + w],
+            self.u[y // 2 : (y + h) // 2, x // 2 : (x + w) // 2],
+            self.v[y // 2 : (y + h) // 2, x // 2 : (x + w) // 2],
+        )
+
+    def resize(self, width: int, height: int) -> Planes:
+        if self.y.shape[1] == width and self.y.shape[0] == height:
+            return self
+        return Planes(
+            cv2.resize(self.y, (width, height), interpolation=cv2.INTER_AREA),
+            cv2.resize(self.u, (width // 2, height // 2), interpolation=cv2.INTER_AREA),
+            cv2.resize(self.v, (width // 2, height // 2), interpolation=cv2.INTER_AREA),
+        )
+
+    def to_frame(self) -> av.VideoFrame:
+        stacked = np.concatenate(
+            [self.y.reshape(-1), self.u.reshape(-1), self.v.reshape(-1)]
+        ).reshape(self.y.shape[0] * 3 // 2, self.y.shape[1])
+        return av.VideoFrame.from_ndarray(stacked, format="yuv420p")
+
+
+def _planes(frame: av.VideoFrame, rotation: int) -> Planes:
+    if frame.width % 2 or frame.height % 2:
+        frame = frame.reformat(width=frame.width - frame.width % 2, height=frame.height - frame.height % 2)
+    data = frame.to_ndarray(format="yuv420p")
+    h, w = frame.height, frame.width
+    y = data[:h]
+    chroma = data[h:].reshape(2, h // 2, w // 2)
+    u, v = chroma[0], chroma[1]
+    turns = quarter_turns(rotation)
+    if turns:
+        y, u, v = (np.ascontiguousarray(np.rot90(p, turns)) for p in (y, u, v))
+    return Planes(y, u, v)
+
+
+class _ClipWriter:
+    """One output container with its video and (optional) audio encoder."""
+
+    def __init__(self, spec: OutputSpec, rate: Fraction, options: EncodeOptions, audio_rate: int | None) -> None:
+        self.spec = spec
+        spec.path.parent.mkdir(parents=True, exist_ok=True)
+        self.container = av.open(str(spec.path), mode="w", format="mp4", options={"movflags": "+faststart"})
+        video = self.container.add_stream("libx264", rate=rate)
+        video.width, video.height = spec.width, spec.height
+        video.pix_fmt = "yuv420p"
+        video.time_base = OUTPUT_TIME_BASE
+        video.codec_context.time_base = OUTPUT_TIME_BASE
+        video.codec_context.thread_count = options.threads
+        video.options = {"crf": str(options.crf), "preset": options.preset}
+        self.video = video
+        self.audio = None
+        if audio_rate is not None:
+            audio = self.container.add_stream("aac", rate=audio_rate)
+            audio.layout = "stereo"
+            audio.bit_rate = options.audio_bitrate
+            self.audio = audio
+
+    def write_video(self, planes: Planes, rel_t: float) -> None:
+        frame = planes.to_frame()
+        frame.pts = round(rel_t / OUTPUT_TIME_BASE)
+        frame.time_base = OUTPUT_TIME_BASE
+        self.container.mux(self.video.encode(frame))
+        self.spec.frames += 1
+
+    def write_audio(self, frame: av.AudioFrame | None) -> None:
+        if self.audio is not None:
+            self.container.mux(self.audio.encode(frame))
+
+    def close(self) -> None:
+        self.container.mux(self.video.encode(None))
+        self.write_audio(None)
+        self.container.close()
+
+
+def _audio_frames(path: Path, start: float, end: float) -> tuple[int, list[av.AudioFrame]] | None:
+    """The window's audio as stereo float planar frames with pts in samples from the window start."""
+    with av.open(str(path)) as container:
+        if not container.streams.audio:
+            return None
+        stream = container.streams.audio[0]
+        rate = stream.codec_context.sample_rate or 48_000
+        resampler = av.AudioResampler(format="fltp", layout="stereo", rate=rate)
+        fifo = av.AudioFifo()
+        first_sample = round(start * rate)
+        last_sample = round(end * rate)
+        container.seek(int(max(0.0, start - 1.0) * av.time_base))
+        position: int | None = None
+        for frame in container.decode(stream):
+            if frame.time is None:
+                continue
+            for converted in resampler.resample(frame):
+                if position is None:
+                    position = round(float(frame.time) * rate)
+                first, position = position, position + converted.samples
+                trim_head = max(0, first_sample - first)
+                keep = min(converted.samples, last_sample - first) - trim_head
+                if keep <= 0:
+                    continue
+                array = converted.to_ndarray()[:, trim_head : trim_head + keep]
+                piece = av.AudioFrame.from_ndarray(np.ascontiguousarray(array), format="fltp", layout="stereo")
+                piece.sample_rate = rate
+                fifo.write(piece)
+            if frame.time > end:
+                break
+        frames: list[av.AudioFrame] = []
+        pts = 0
+        while fifo.samples:
+            chunk = fifo.read(min(1024, fifo.samples))
+            if chunk is None:
+                break
+            chunk.pts = pts
+            chunk.sample_rate = rate
+            chunk.time_base = Fraction(1, rate)
+            pts += chunk.samples
+            frames.append(chunk)
+        return rate, frames
+
+
+def render_window(
+    source_path: Path,
+    start: float,
+    end: float,
+    specs: Sequence[OutputSpec],
+    options: EncodeOptions,
+) -> list[OutputSpec]:
+    """Decode [start, end) of the source once and write every spec's clip; returns the specs with the crops used."""
+    try:
+        audio = _audio_frames(source_path, start, end)
+    except av.error.FFmpegError as exc:
+        log.warning("audio of %s unusable, clips will be silent: %s", source_path.name, exc)
+        audio = None
+    with VideoSource(source_path, threads=options.threads) as source:
+        rate = Fraction(source.info.fps).limit_denominator(1001)
+        writers = [_ClipWriter(spec, rate, options, audio[0] if audio else None) for spec in specs]
+        try:
+            for raw in source.raw_frames(start, end):
+                t = float(raw.time)
+                planes = _planes(raw, source.info.rotation)
+                for writer in writers:
+                    rect = writer.spec.crop_at(t)
+                    writer.spec.crops.append((t, rect))
+                    writer.write_video(planes.crop(rect).resize(writer.spec.width, writer.spec.height), t - start)
+            if audio:
+                for writer in writers:
+                    for frame in audio[1]:
+                        writer.write_audio(frame)
+            for writer in writers:
+                writer.close()
+        except (av.error.FFmpegError, ValueError) as exc:
+            for writer in writers:
+                writer.container.close()
+            if isinstance(exc, av.error.FFmpegError) and "decod" in str(exc).lower():
+                raise UnreadableVideo(f"{source_path.name}: decoding the window failed ({exc})") from exc
+            raise RenderError(f"{source_path.name}: encoding failed ({exc})") from exc
+    for spec in specs:
+        if spec.frames == 0:
+            raise RenderError(f"{source_path.name}: no frames in [{start:.2f}, {end:.2f}) s")
+    return list(specs)

@@ -1,0 +1,209 @@
+"""The one video-reading layer for sampling and rendering.
+
+Both go through `VideoSource`, so they agree on time (presentation timestamps in seconds on the source's own
+timeline, never frame counting) and on orientation (the display-matrix rotation is applied to every frame), and a
+crop planned on sampled frames lands on the same pixels when rendered.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from types import TracebackType
+
+import av
+import av.container
+import av.error
+import numpy as np
+
+from reelgen.errors import UnreadableVideo, VideoLimitExceeded
+
+
+@dataclass(frozen=True)
+class VideoInfo:
+    """Facts about a source video; width and height are as displayed (rotation applied)."""
+
+    width: int
+    height: int
+    fps: float
+    duration_s: float
+    has_audio: bool
+    rotation: int
+    codec: str
+    start_s: float
+
+    def as_manifest(self, uri: str) -> dict[str, object]:
+        return {
+            "uri": uri,
+            "width": self.width,
+            "height": self.height,
+            "fps": round(self.fps, 3),
+            "duration_s": round(self.duration_s, 3),
+            "has_audio": self.has_audio,
+            "rotation": self.rotation,
+            "codec": self.codec,
+        }
+
+
+@dataclass(frozen=True)
+class Frame:
+    """A decoded frame: RGB uint8, H×W×3, display orientation; t in source seconds."""
+
+    t: float
+    rgb: np.ndarray
+
+
+def quarter_turns(rotation: float) -> int:
+    """PyAV reports the display matrix's rotation counter-clockwise in degrees; np.rot90 turns the same way."""
+    return round(rotation / 90.0) % 4
+
+
+class VideoSource:
+    """An open video file. Use as a context manager; not shared between processes."""
+
+    def __init__(self, path: Path, *, threads: int = 1) -> None:
+        self.path = path
+        try:
+            self._container = av.open(str(path), mode="r", options={"probesize": "5000000"})
+        except (av.error.FFmpegError, OSError, UnicodeDecodeError) as exc:
+            raise UnreadableVideo(f"{path.name}: not a readable media file ({exc})") from exc
+        if not self._container.streams.video:
+            self._container.close()
+            raise UnreadableVideo(f"{path.name}: has no video stream")
+        self._stream = self._container.streams.video[0]
+        self._stream.thread_type = "AUTO"
+        self._stream.codec_context.thread_count = threads
+        self.info = self._probe()
+
+    def __enter__(self) -> VideoSource:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._container.close()
+
+    def _probe(self) -> VideoInfo:
+        stream = self._stream
+        first = self._first_frame()
+        rotation = int(round(first.rotation or 0))
+        coded_w, coded_h = first.width, first.height
+        width, height = (coded_h, coded_w) if quarter_turns(rotation) % 2 else (coded_w, coded_h)
+        rate = stream.average_rate or stream.guessed_rate or stream.base_rate
+        fps = float(rate) if rate else 0.0
+        start_s = float(stream.start_time * stream.time_base) if stream.start_time is not None else 0.0
+        if stream.duration is not None and stream.time_base is not None:
+            duration = float(stream.duration * stream.time_base)
+        elif self._container.duration is not None:
+            duration = self._container.duration / av.time_base
+        else:
+            duration = 0.0
+        if not (fps > 0 and math.isfinite(fps)) or duration <= 0:
+            raise UnreadableVideo(f"{self.path.name}: no usable frame rate or duration in the container")
+        self._seek(start_s)
+        return VideoInfo(
+            width=width,
+            height=height,
+            fps=fps,
+            duration_s=duration,
+            has_audio=bool(self._container.streams.audio),
+            rotation=rotation,
+            codec=stream.codec_context.name,
+            start_s=start_s,
+        )
+
+    def _first_frame(self) -> av.VideoFrame:
+        try:
+            for frame in self._container.decode(self._stream):
+                return frame
+        except (av.error.FFmpegError, ValueError) as exc:
+            raise UnreadableVideo(f"{self.path.name}: the video stream does not decode ({exc})") from exc
+        raise UnreadableVideo(f"{self.path.name}: the video stream has no frames")
+
+    def check_limits(self, *, max_duration_s: float, max_pixels: int) -> None:
+        info = self.info
+        if info.duration_s > max_duration_s:
+            raise VideoLimitExceeded(
+                f"{self.path.name}: {info.duration_s:.1f} s is longer than the {max_duration_s:.0f} s limit"
+            )
+        if info.width * info.height > max_pixels:
+            raise VideoLimitExceeded(
+                f"{self.path.name}: {info.width}x{info.height} exceeds the {max_pixels} pixel limit"
+            )
+
+    def _seek(self, t: float) -> None:
+        """Position the demuxer at the last keyframe at or before t (source seconds)."""
+        tb = self._stream.time_base
+        assert tb is not None
+        self._container.seek(max(0, int(t / tb)), stream=self._stream, backward=True, any_frame=False)
+
+    def _decoded(self, start: float) -> Iterator[av.VideoFrame]:
+        self._seek(start)
+        try:
+            for frame in self._container.decode(self._stream):
+                if frame.pts is not None:
+                    yield frame
+        except av.error.FFmpegError as exc:
+            raise UnreadableVideo(f"{self.path.name}: decoding failed near {start:.2f} s ({exc})") from exc
+
+    def _to_rgb(self, frame: av.VideoFrame) -> np.ndarray:
+        rgb = frame.to_ndarray(format="rgb24")
+        turns = quarter_turns(self.info.rotation)
+        return np.ascontiguousarray(np.rot90(rgb, turns)) if turns else rgb
+
+    def raw_frames(self, start: float, end: float) -> Iterator[av.VideoFrame]:
+        """Every decoded frame whose presentation time lies in [start, end), not yet converted or rotated."""
+        for frame in self._decoded(start):
+            t = float(frame.time)
+            if t >= end:
+                return
+            if t >= start:
+                yield frame
+
+    def frames(self, start: float, end: float) -> Iterator[Frame]:
+        """Every frame whose presentation time lies in [start, end), as RGB in display orientation."""
+        for frame in self.raw_frames(start, end):
+            yield Frame(float(frame.time), self._to_rgb(frame))
+
+    def sample(self, times: Sequence[float]) -> list[Frame]:
+        """For each target time (ascending), the frame on screen at that time.
+
+        A frame is on screen from its timestamp until the next frame's, so targets map to the last frame at or
+        before them; this holds for variable frame rates too. Colour conversion runs only for chosen frames.
+        """
+        if not times:
+            return []
+        targets = sorted(times)
+        chosen: list[Frame] = []
+        previous: av.VideoFrame | None = None
+        index = 0
+        for frame in self._decoded(targets[0]):
+            t = float(frame.time)
+            while index < len(targets) and t > targets[index] + 1e-6:
+                # a target before the first decodable frame takes that first frame
+                on_screen = previous if previous is not None else frame
+                chosen.append(Frame(float(on_screen.time), self._to_rgb(on_screen)))
+                index += 1
+            if index == len(targets):
+                break
+            previous = frame
+        while index < len(targets) and previous is not None:
+            chosen.append(Frame(float(previous.time), self._to_rgb(previous)))
+            index += 1
+        return chosen
+
+    @property
+    def time_base(self) -> Fraction:
+        tb = self._stream.time_base
+        assert tb is not None
+        return tb
+
+    @property
+    def container(self) -> av.container.InputContainer:
+        return self._container

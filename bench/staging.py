@@ -85,14 +85,36 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="reelgen-bench-") as tmp:
         sock = Path(tmp) / "d.sock"
         # max_delay 0 and a bucket of exactly one request: batching waits are not staging cost.
-        cmd = [sys.executable, "-m", "gpu_service", "--socket", str(sock), "--device", args.device,
-               "--models", "probe", "--slots", "4", "--slot-mb", "16", "--max-batch", str(SHAPE[0]),
-               "--buckets", str(SHAPE[0]), "--max-delay-ms", "0", "--log-level", "WARNING"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "gpu_service",
+            "--socket",
+            str(sock),
+            "--device",
+            args.device,
+            "--models",
+            "probe",
+            "--slots",
+            "4",
+            "--slot-mb",
+            "16",
+            "--max-batch",
+            str(SHAPE[0]),
+            "--buckets",
+            str(SHAPE[0]),
+            "--max-delay-ms",
+            "0",
+            "--log-level",
+            "WARNING",
+        ]
         daemon = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL)
         try:
             status = wait_until_ready(sock, timeout_s=120)
-            print(f"machine: {os.cpu_count()} CPUs ({platform.processor() or platform.machine()}), "
-                  f"python {platform.python_version()}, daemon device {status['device']} ({status['device_name']})")
+            print(
+                f"machine: {os.cpu_count()} CPUs ({platform.processor() or platform.machine()}), "
+                f"python {platform.python_version()}, daemon device {status['device']} ({status['device_name']})"
+            )
             print(f"batch: {SHAPE} uint8 = {frames.nbytes / 2**20:.1f} MiB; {args.repeats} repeats, medians")
             client = InferenceClient(sock)
             key = PriorityKey(0.0, 0.0)
@@ -109,13 +131,17 @@ def main() -> int:
     memcpy_ms = time_ms(lambda: np.copyto(dst, frames), args.repeats)
     queue_ms = bench_queue(frames, max(10, args.repeats // 2))
     print(f"shm path {shm_ms:.2f} ms, memcpy {memcpy_ms:.2f} ms, pickled Queue {queue_ms:.2f} ms")
-    print(json.dumps({
-        "shm_ms": round(shm_ms, 3),
-        "memcpy_ms": round(memcpy_ms, 3),
-        "queue_ms": round(queue_ms, 3),
-        "shm_over_memcpy": round(shm_ms / memcpy_ms, 3),
-        "queue_over_shm": round(queue_ms / shm_ms, 2),
-    }))
+    print(
+        json.dumps(
+            {
+                "shm_ms": round(shm_ms, 3),
+                "memcpy_ms": round(memcpy_ms, 3),
+                "queue_ms": round(queue_ms, 3),
+                "shm_over_memcpy": round(shm_ms / memcpy_ms, 3),
+                "queue_over_shm": round(queue_ms / shm_ms, 2),
+            }
+        )
+    )
     return 0
 
 

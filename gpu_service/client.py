@@ -7,6 +7,7 @@ call, the module never imports torch, and a forked child never reuses its parent
 from __future__ import annotations
 
 import itertools
+import math
 import os
 import socket
 import threading
@@ -63,6 +64,9 @@ class _Connection:
         self.slot_stride = int(hello["slot_stride"])
         self.max_batch = int(hello["max_batch"])
         self.ids = itertools.count(1)
+        # A slot the daemon let this connection keep after its last request, and whether that verdict is unread.
+        self.kept: int | None = None
+        self.verdict_pending = False
 
     def close(self) -> None:
         self.sock.close()
@@ -178,8 +182,18 @@ class InferenceClient:
             raise DaemonUnavailable("the inference daemon closed the connection (it stopped or died); retry")
         return message
 
+    def _settle(self, conn: _Connection) -> None:
+        """Read the daemon's answer to the last keep request before anything else."""
+        if conn.verdict_pending:
+            verdict = self._read(conn)
+            if verdict.get("op") != "keep":
+                raise protocol.ProtocolError(f"expected a keep verdict, got {verdict!r}")
+            conn.kept = int(verdict["slot"]) if verdict.get("kept") else None
+            conn.verdict_pending = False
+
     def _call(self, conn: _Connection, message: dict[str, Any], rid: int) -> dict[str, Any]:
         try:
+            self._settle(conn)
             protocol.send(conn.sock, message)
             reply = self._read(conn)
         except (OSError, ConnectionError, protocol.ProtocolError) as exc:
@@ -240,7 +254,7 @@ class InferenceClient:
             ctx_layout[name] = offset
             offset = align(offset + arr.nbytes)
         frame_offset = offset
-        frame_bytes = int(np.prod(frames.shape[1:]))
+        frame_bytes = math.prod(frames.shape[1:])
         per_chunk = min(conn.max_batch, (conn.slot_bytes - frame_offset) // frame_bytes)
         if per_chunk < 1:
             raise InferenceRejected(
@@ -255,14 +269,19 @@ class InferenceClient:
         pending: set[int] = set()
         error: InferenceError | None = None
         next_chunk = 0
+        self._settle(conn)
         while next_chunk < len(chunks) or pending:
             if error is None and next_chunk < len(chunks) and len(pending) < self.max_in_flight:
                 chunk = chunks[next_chunk]
                 next_chunk += 1
                 chunk.request_id = next(conn.ids)
                 by_id[chunk.request_id] = chunk
-                protocol.send(conn.sock, {"op": "lease", "id": chunk.request_id, "key": key_list})
                 pending.add(chunk.request_id)
+                if conn.kept is not None:
+                    chunk.slot, conn.kept = conn.kept, None
+                    self._stage(conn, chunk, model, frames, frame_offset, key_list, context, ctx_layout)
+                else:
+                    protocol.send(conn.sock, {"op": "lease", "id": chunk.request_id, "key": key_list})
                 continue
             if error is not None and not pending:
                 break
@@ -286,6 +305,10 @@ class InferenceClient:
             else:
                 self._collect(conn, chunk, reply["outputs"])
                 pending.discard(rid)
+                # Ask to keep the last slot for this worker's next call: one round trip fewer per request.
+                keep = error is None and not pending and next_chunk == len(chunks)
+                protocol.send(conn.sock, {"op": "release", "slot": chunk.slot, "keep": keep})
+                conn.verdict_pending = keep
         if error is not None:
             raise error
         names = chunks[0].outputs.keys()
@@ -336,8 +359,6 @@ class InferenceClient:
                 raise protocol.ProtocolError(f"output {name!r} has shape {shape} for {n} frames")
             view = conn.segment.array(base + int(spec["offset"]), shape, np.float32)
             chunk.outputs[name] = np.array(view, dtype=np.float32, copy=True)
-        # Fire and forget: the slot is free for others as soon as the daemon reads this.
-        protocol.send(conn.sock, {"op": "release", "slot": chunk.slot})
 
 
 def wait_until_ready(socket_path: str | os.PathLike[str], timeout_s: float = 120.0) -> dict[str, Any]:

@@ -8,9 +8,11 @@ client -> daemon                                    daemon -> client
   {"op": "lease", "id", "key": [job, item]}           {"id", "ok": true, "slot"}   (when a slot is free)
   {"op": "infer", "id", "slot", "model", "key",       {"id", "ok": true, "outputs": {name: array}}
    "frames": array, "context": {name: array}}         {"id", "ok": false, "error": class name, "message"}
-  {"op": "release", "slot"}                           (no reply)
+  {"op": "release", "slot", "keep"}                   with keep: {"id": null, "op": "keep", "slot", "kept"}
 where array = {"offset", "shape", "dtype"} inside the slot. An error reply to `infer` means the daemon has
-taken the slot back; after a success the client reads its outputs and releases the slot.
+taken the slot back; after a success the client reads its outputs and releases the slot. A release may ask to keep the
+slot leased for the connection's next request (saving that request's lease round trip); the daemon agrees only
+while the pool has no waiters and spare slots, so kept slots never starve other workers of the pool.
 """
 
 from __future__ import annotations
@@ -141,6 +143,7 @@ class Release(BaseModel):
     model_config = _Strict
     op: Literal["release"]
     slot: int
+    keep: bool = False
 
 
 Request = Annotated[Ping | Lease | Infer | Release, Field(discriminator="op")]

@@ -14,6 +14,7 @@ import contextlib
 import errno
 import heapq
 import itertools
+import math
 import mmap
 import os
 import secrets
@@ -126,7 +127,7 @@ class Segment:
 
     def array(self, offset: int, shape: tuple[int, ...], dtype: npt.DTypeLike) -> npt.NDArray[np.generic]:
         dt = np.dtype(dtype)
-        count = int(np.prod(shape, dtype=np.int64))
+        count = math.prod(shape)
         if offset < 0 or offset + count * dt.itemsize > self.size:
             raise ValueError(f"array of {shape} {dt} at offset {offset} exceeds the segment")
         return np.frombuffer(self.mm, dtype=dt, count=count, offset=offset).reshape(shape)
@@ -184,8 +185,10 @@ class SlotPool:
     worker waits instead of failing, and the earliest job still gets the next slot.
     """
 
-    def __init__(self, count: int) -> None:
+    def __init__(self, count: int, keep_reserve: int | None = None) -> None:
         self._slots = [_Slot() for _ in range(count)]
+        # Slots that must stay free (or busy) rather than kept by idle connections.
+        self.keep_reserve = max(1, count // 4) if keep_reserve is None else keep_reserve
         self._free = list(range(count - 1, -1, -1))
         self._waiters: list[_Waiter] = []
         self._seq = itertools.count()
@@ -237,6 +240,17 @@ class SlotPool:
             return self.release(slot)
         entry.state = SlotState.DONE
         return []
+
+    def keep(self, slot: int) -> bool:
+        """Let a DONE slot's owner keep it leased for its next request, if nobody needs it."""
+        if self._waiters or len(self._free) < self.keep_reserve:
+            return False
+        self._slots[slot].state = SlotState.LEASED
+        return True
+
+    @property
+    def kept(self) -> int:
+        return sum(1 for s in self._slots if s.state == SlotState.LEASED)
 
     def release(self, slot: int) -> list[Grant]:
         self._slots[slot] = _Slot()

@@ -45,14 +45,18 @@ class Dispatcher:
     def run(self, catalog: Path, on_tick: Callable[[], None] = lambda: None) -> None:
         self.feed(read_catalog(catalog), on_tick)
 
-    def feed(self, records: Iterable[tuple[int, CatalogEntry | BadLine]], on_tick: Callable[[], None]) -> None:
+    def feed(
+        self, records: Iterable[tuple[int, CatalogEntry | BadLine]], on_tick: Callable[[], None]
+    ) -> None:
         job_id = self.job.id
         for line_no, record in records:
             if isinstance(record, BadLine):
                 self._fail_line(record)
                 continue
             if record.item_id in self._seen:
-                error = DuplicateItemId(f"line {line_no}: item id {record.item_id!r} appears again in the catalog")
+                error = DuplicateItemId(
+                    f"line {line_no}: item id {record.item_id!r} appears again in the catalog"
+                )
                 self._fail_line(BadLine(line_no, line_key(line_no), error))
                 continue
             self._seen.add(record.item_id)

@@ -11,7 +11,7 @@ import json
 import time
 import uuid
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 import redis
@@ -21,20 +21,20 @@ from reelgen.errors import JobNotFound
 PREFIX = "rg"
 
 
-class JobState(str, Enum):
+class JobState(StrEnum):
     RUNNING = "running"
     COMPLETED = "completed"
     CANCELLED = "cancelled"
 
 
-class JobKind(str, Enum):
+class JobKind(StrEnum):
     RUN = "run"
     BACKFILL = "backfill"
     NIGHTLY = "nightly"
     RETRY = "retry"
 
 
-class ItemState(str, Enum):
+class ItemState(StrEnum):
     PENDING = "pending"
     RUNNING = "running"
     DONE = "done"
@@ -72,6 +72,10 @@ class JobRecord:
     @property
     def settled(self) -> int:
         return self.done + self.failed + self.skipped
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
 
 
 # KEYS[1]=in-flight hash, KEYS[2]=job hash; ARGV[1]=item id, ARGV[2]=record json
@@ -139,7 +143,7 @@ class Ledger:
         now = time.time()
         job_id = time.strftime("%Y%m%d-%H%M%S", time.gmtime(now)) + "-" + uuid.uuid4().hex[:6]
         record = JobRecord(job_id, kind, JobState.RUNNING, now, catalog, out, config_hash, config)
-        mapping = {
+        mapping: dict[str, str | int] = {
             "id": job_id,
             "kind": kind.value,
             "state": JobState.RUNNING.value,
@@ -155,7 +159,7 @@ class Ledger:
             "exhausted": 0,
         }
         with self.redis.pipeline() as pipe:
-            pipe.hset(self._job_key(job_id), mapping=mapping)
+            pipe.hset(self._job_key(job_id), mapping=mapping)  # type: ignore[arg-type]
             pipe.zadd(f"{PREFIX}:jobs", {job_id: now})
             pipe.execute()
         return record
@@ -168,7 +172,7 @@ class Ledger:
             raw, in_flight = pipe.execute()
         if not raw:
             raise JobNotFound(f"no job {job_id!r} in the ledger")
-        fields = {k.decode(): v.decode() for k, v in raw.items()}
+        fields = {_text(k): _text(v) for k, v in raw.items()}
         return JobRecord(
             id=fields["id"],
             kind=JobKind(fields["kind"]),
@@ -248,6 +252,6 @@ class Ledger:
         for key, value in sorted(raw.items()):
             record = json.loads(value)
             failures.append(
-                Failure(key.decode(), record["error"], record["message"], record["attempts"], record["entry"])
+                Failure(_text(key), record["error"], record["message"], record["attempts"], record["entry"])
             )
         return failures

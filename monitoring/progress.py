@@ -17,7 +17,14 @@ def format_duration(seconds: float) -> str:
 
 
 def progress_line(
-    *, done: int, failed: int, skipped: int, total: int | None, in_flight: int, elapsed_s: float, width: int = 24
+    *,
+    done: int,
+    failed: int,
+    skipped: int,
+    total: int | None,
+    in_flight: int,
+    elapsed_s: float,
+    width: int = 24,
 ) -> str:
     settled = done + failed + skipped
     rate = (done + failed) / elapsed_s * 60 if elapsed_s > 0 else 0.0
@@ -50,7 +57,11 @@ class ProgressBar:
     def update(self, *, done: int, failed: int, skipped: int, total: int | None, in_flight: int) -> None:
         now = time.monotonic()
         line = progress_line(
-            done=done, failed=failed, skipped=skipped, total=total, in_flight=in_flight,
+            done=done,
+            failed=failed,
+            skipped=skipped,
+            total=total,
+            in_flight=in_flight,
             elapsed_s=now - self.started,
         )
         if self.tty:

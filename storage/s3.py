@@ -22,7 +22,7 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
 from reelgen.errors import SourceNotFound, SourceTooLarge, SourceUnreachable, StorageError
-from storage.store import _check_key
+from storage.store import check_key
 
 MULTIPART_THRESHOLD = 16 * 2**20
 MAX_ATTEMPTS = 5
@@ -82,7 +82,7 @@ class S3Store:
         )
 
     def _key(self, key: str) -> str:
-        _check_key(key)
+        check_key(key)
         return f"{self.prefix}/{key}" if self.prefix else key
 
     def uri(self, key: str) -> str:

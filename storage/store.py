@@ -9,9 +9,9 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Protocol
+from typing import BinaryIO, Protocol
 
 from reelgen.errors import StorageError
 from storage.uri import Scheme, Uri, parse_uri
@@ -41,7 +41,8 @@ class ObjectStore(Protocol):
         ...
 
 
-def _check_key(key: str) -> str:
+def check_key(key: str) -> str:
+    """A key that cannot escape the store's root: relative, no empty, '.' or '..' segments."""
     parts = key.split("/")
     if not key or key.startswith("/") or any(p in ("", ".", "..") for p in parts):
         raise StorageError(f"object key {key!r} is not a clean relative path")
@@ -60,19 +61,19 @@ class LocalStore:
             raise StorageError(f"cannot create output folder {self.root}: {exc}") from exc
 
     def _path(self, key: str) -> Path:
-        return self.root_path / _check_key(key)
+        return self.root_path / check_key(key)
 
     def uri(self, key: str) -> str:
         return str(self._path(key))
 
-    def _atomic_write(self, key: str, write: object) -> None:
+    def _atomic_write(self, key: str, write: Callable[[BinaryIO], object]) -> None:
         target = self._path(key)
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=target.parent)
             try:
                 with os.fdopen(fd, "wb") as handle:
-                    write(handle)  # type: ignore[operator]
+                    write(handle)
                     handle.flush()
                     os.fsync(handle.fileno())
                 os.chmod(tmp, 0o644)
@@ -84,9 +85,9 @@ class LocalStore:
             raise StorageError(f"cannot write {target}: {exc}") from exc
 
     def put_file(self, key: str, path: Path, content_type: str) -> None:
-        def copy(handle: object) -> None:
+        def copy(handle: BinaryIO) -> None:
             with open(path, "rb") as src:
-                shutil.copyfileobj(src, handle, 1 << 20)  # type: ignore[misc]
+                shutil.copyfileobj(src, handle, 1 << 20)
 
         self._atomic_write(key, copy)
 
@@ -127,4 +128,6 @@ def open_store(root: str | Uri) -> ObjectStore:
         from storage.s3 import S3Store
 
         return S3Store(uri.authority, uri.path)
-    raise StorageError(f"{uri.raw}: outputs go to a local folder or s3://bucket/prefix, not {uri.scheme.value}")
+    raise StorageError(
+        f"{uri.raw}: outputs go to a local folder or s3://bucket/prefix, not {uri.scheme.value}"
+    )

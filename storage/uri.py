@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 from reelgen.errors import ForbiddenSource
 
 
-class Scheme(str, Enum):
+class Scheme(StrEnum):
     FILE = "file"
     S3 = "s3"
     HTTP = "http"
@@ -49,10 +49,10 @@ def parse_uri(text: str, base_dir: Path | None = None) -> Uri:
     scheme = parsed.scheme.lower()
     if scheme in ("", "file") or (len(scheme) == 1 and text[1:3] in (":\\", ":/")):
         raw_path = unquote(parsed.path) if scheme == "file" else text
-        path = Path(raw_path).expanduser()
-        if not path.is_absolute():
-            path = (base_dir or Path.cwd()) / path
-        return Uri(Scheme.FILE, "", str(path.resolve()), text)
+        local = Path(raw_path).expanduser()
+        if not local.is_absolute():
+            local = (base_dir or Path.cwd()) / local
+        return Uri(Scheme.FILE, "", str(local.resolve()), text)
     if scheme == "s3":
         if not parsed.netloc:
             raise ForbiddenSource(f"{text!r}: an s3 URI needs a bucket (s3://bucket/key)")
@@ -64,4 +64,6 @@ def parse_uri(text: str, base_dir: Path | None = None) -> Uri:
         if parsed.query:
             path += "?" + parsed.query
         return Uri(Scheme(scheme), parsed.netloc, path, text)
-    raise ForbiddenSource(f"{text!r}: scheme {scheme!r} is not supported (use a path, file://, s3:// or https://)")
+    raise ForbiddenSource(
+        f"{text!r}: scheme {scheme!r} is not supported (use a path, file://, s3:// or https://)"
+    )

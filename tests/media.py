@@ -79,9 +79,9 @@ def make_code_video(
             tone = (0.2 * np.sin(2 * np.pi * 440 * np.arange(total) / 48_000)).astype(np.float32)
             for start in range(0, total, 1024):
                 chunk = np.ascontiguousarray(np.stack([tone[start : start + 1024]] * 2))
-                frame = av.AudioFrame.from_ndarray(chunk, format="fltp", layout="stereo")
-                frame.sample_rate = 48_000
-                frame.pts = start
-                container.mux(sound.encode(frame))
+                samples = av.AudioFrame.from_ndarray(chunk, format="fltp", layout="stereo")
+                samples.sample_rate = 48_000
+                samples.pts = start
+                container.mux(sound.encode(samples))
             container.mux(sound.encode(None))
     return times

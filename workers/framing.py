@@ -66,7 +66,7 @@ def aspect_size(aspect: tuple[int, int], width: int, height: int, max_side: int 
 
 
 def _even(value: float) -> int:
-    return int(round(value / 2.0)) * 2
+    return round(value / 2.0) * 2
 
 
 def place_crop(center_x: float, center_y: float, w: int, h: int, width: int, height: int) -> CropRect:

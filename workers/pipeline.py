@@ -122,8 +122,10 @@ def analyse(
     crop_keys: dict[str, list[tuple[float, int, int, int, int]]] = {}
     for pair in config.aspect_pairs:
         size = aspect_size(pair, info.width, info.height, config.max_output_side)
-        path = static_subject_path(size, info.width, info.height, [b[1:] for b in subject], window.start_s)
-        crop_keys[size.label] = [(t, r.x, r.y, r.w, r.h) for t, r in zip(path.times, path.rects, strict=True)]
+        crops = static_subject_path(size, info.width, info.height, [b[1:] for b in subject], window.start_s)
+        crop_keys[size.label] = [
+            (t, r.x, r.y, r.w, r.h) for t, r in zip(crops.times, crops.rects, strict=True)
+        ]
     return Analysis(
         window=window,
         curve=[(round(s.t, 3), round(s.value, 4)) for s in scores],

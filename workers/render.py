@@ -75,9 +75,9 @@ class Planes:
         )
 
     def to_frame(self) -> av.VideoFrame:
-        stacked = np.concatenate(
-            [self.y.reshape(-1), self.u.reshape(-1), self.v.reshape(-1)]
-        ).reshape(self.y.shape[0] * 3 // 2, self.y.shape[1])
+        stacked = np.concatenate([self.y.reshape(-1), self.u.reshape(-1), self.v.reshape(-1)]).reshape(
+            self.y.shape[0] * 3 // 2, self.y.shape[1]
+        )
         return av.VideoFrame.from_ndarray(stacked, format="yuv420p")
 
 
@@ -98,7 +98,9 @@ def _planes(frame: av.VideoFrame, rotation: int) -> Planes:
 class _ClipWriter:
     """One output container with its video and (optional) audio encoder."""
 
-    def __init__(self, spec: OutputSpec, rate: Fraction, options: EncodeOptions, audio_rate: int | None) -> None:
+    def __init__(
+        self, spec: OutputSpec, rate: Fraction, options: EncodeOptions, audio_rate: int | None
+    ) -> None:
         self.spec = spec
         spec.path.parent.mkdir(parents=True, exist_ok=True)
         self.container = av.open(str(spec.path), mode="w", format="mp4", options={"movflags": "+faststart"})
@@ -158,8 +160,10 @@ def _audio_frames(path: Path, start: float, end: float) -> tuple[int, list[av.Au
                 keep = min(converted.samples, last_sample - first) - trim_head
                 if keep <= 0:
                     continue
-                array = converted.to_ndarray()[:, trim_head : trim_head + keep]
-                piece = av.AudioFrame.from_ndarray(np.ascontiguousarray(array), format="fltp", layout="stereo")
+                array = converted.to_ndarray()[:, trim_head : trim_head + keep].astype(np.float32, copy=False)
+                piece = av.AudioFrame.from_ndarray(
+                    np.ascontiguousarray(array), format="fltp", layout="stereo"
+                )
                 piece.sample_rate = rate
                 fifo.write(piece)
             if frame.time > end:
@@ -201,7 +205,9 @@ def render_window(
                 for writer in writers:
                     rect = writer.spec.crop_at(t)
                     writer.spec.crops.append((t, rect))
-                    writer.write_video(planes.crop(rect).resize(writer.spec.width, writer.spec.height), t - start)
+                    writer.write_video(
+                        planes.crop(rect).resize(writer.spec.width, writer.spec.height), t - start
+                    )
             if audio:
                 for writer in writers:
                     for frame in audio[1]:

@@ -11,9 +11,10 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-ANALYSIS_WIDTH = 320
-# Product heights tried, as fractions of the frame height (the catalog promises scales 0.3–1.0 of the frame).
-TEMPLATE_SCALES = (0.22, 0.3, 0.4, 0.52, 0.66, 0.82)
+ANALYSIS_WIDTH = 192
+# Product heights tried, as fractions of the frame height, in geometric steps of ~12%: correlation of a textured
+# product falls off fast when the template's scale is off by more than that.
+TEMPLATE_SCALES = tuple(round(0.2 * 1.12**k, 3) for k in range(14))
 
 
 @dataclass(frozen=True)

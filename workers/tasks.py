@@ -118,7 +118,10 @@ def prepare(self: Task, job_id: str, entry_json: dict[str, Any]) -> None:
     ctx = context()
     if ctx.ledger.job(job_id).state is JobState.CANCELLED:
         raise Ignore()
-    if self.request.retries == 0 and ctx.ledger.start(job_id, entry.item_id, ctx.settings.task_time_limit_s) == 0:
+    if (
+        self.request.retries == 0
+        and ctx.ledger.start(job_id, entry.item_id, ctx.settings.task_time_limit_s) == 0
+    ):
         raise Ignore()  # a stale delivery of an item that is no longer in flight
 
     def run(ctx: WorkerContext) -> None:
@@ -135,7 +138,9 @@ def analyse(self: Task, state: dict[str, Any]) -> None:
 
     def run(ctx: WorkerContext) -> None:
         info = pipeline.info_from_json(state["info"])
-        analysis = pipeline.analyse(entry, info, ctx.fetcher, ctx.config(job_id), ctx.settings.threads_per_worker)
+        analysis = pipeline.analyse(
+            entry, info, ctx.fetcher, ctx.config(job_id), ctx.settings.threads_per_worker
+        )
         render.apply_async((dict(state, analysis=analysis.to_json()),), priority=PRIORITY_RENDER)
 
     _guarded(self, job_id, entry, run)

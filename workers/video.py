@@ -92,14 +92,15 @@ class VideoSource:
     def _probe(self) -> VideoInfo:
         stream = self._stream
         first = self._first_frame()
-        rotation = int(round(first.rotation or 0))
+        rotation = round(first.rotation or 0)
         coded_w, coded_h = first.width, first.height
         width, height = (coded_h, coded_w) if quarter_turns(rotation) % 2 else (coded_w, coded_h)
         rate = stream.average_rate or stream.guessed_rate or stream.base_rate
         fps = float(rate) if rate else 0.0
-        start_s = float(stream.start_time * stream.time_base) if stream.start_time is not None else 0.0
-        if stream.duration is not None and stream.time_base is not None:
-            duration = float(stream.duration * stream.time_base)
+        time_base = stream.time_base
+        start_s = float(stream.start_time * time_base) if stream.start_time is not None and time_base else 0.0
+        if stream.duration is not None and time_base is not None:
+            duration = float(stream.duration * time_base)
         elif self._container.duration is not None:
             duration = self._container.duration / av.time_base
         else:

@@ -1,0 +1,115 @@
+"""The video-reading layer and the renderer agree on time and orientation (frame numbers burned in)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import av
+import numpy as np
+import pytest
+
+from reelgen.errors import UnreadableVideo, VideoLimitExceeded
+from tests.media import make_code_video, read_code
+from workers.framing import CropPath, CropRect, aspect_size
+from workers.render import EncodeOptions, OutputSpec, render_window
+from workers.video import VideoSource
+
+
+def test_probe_reports_display_facts(tmp_path: Path) -> None:
+    path = tmp_path / "v.mp4"
+    make_code_video(path, seconds=2.0, fps=25)
+    with VideoSource(path) as source:
+        info = source.info
+    assert (info.width, info.height, info.rotation) == (640, 360, 0)
+    assert info.fps == 25.0 and abs(info.duration_s - 2.0) < 0.05 and info.has_audio
+
+
+def test_sample_returns_the_frame_on_screen_at_each_time(tmp_path: Path) -> None:
+    path = tmp_path / "v.mp4"
+    make_code_video(path, seconds=4.0, fps=25)
+    targets = [0.0, 0.5, 1.03, 2.0, 3.99, 10.0]
+    with VideoSource(path) as source:
+        frames = source.sample(targets)
+    assert [read_code(f.rgb) for f in frames] == [0, 12, 25, 50, 99, 99]
+    assert all(abs(f.t - read_code(f.rgb) / 25) < 1e-6 for f in frames)
+
+
+def test_sample_follows_presentation_time_with_variable_frame_rate(tmp_path: Path) -> None:
+    path = tmp_path / "vfr.mp4"
+    # 10 fps for the first second, then 40 fps: frame counting would land on the wrong frames
+    times = [k / 10 for k in range(10)] + [1.0 + k / 40 for k in range(80)]
+    make_code_video(path, frame_times=times, fps=25, audio=False)
+    with VideoSource(path) as source:
+        frames = source.sample([0.55, 1.5, 2.9])
+    assert [read_code(f.rgb) for f in frames] == [5, 30, 86]
+
+
+@pytest.mark.parametrize("rotation", [90, -90, 180])
+def test_rotation_metadata_is_applied(tmp_path: Path, rotation: int) -> None:
+    path = tmp_path / "r.mp4"
+    make_code_video(path, seconds=1.0, size=(640, 368), rotation=rotation, audio=False)
+    with VideoSource(path) as source:
+        info = source.info
+        frame = source.sample([0.4])[0]
+    turned = np.rot90(frame.rgb, -round(rotation / 90) % 4)  # undo the display rotation
+    assert (info.width, info.height) == ((368, 640) if rotation % 180 else (640, 368))
+    assert frame.rgb.shape[:2] == (info.height, info.width)
+    assert read_code(np.ascontiguousarray(turned)) == 10
+    # the coloured quarter that was on the left of the coded picture has turned with it
+    red = frame.rgb[..., 0].astype(int) - frame.rgb[..., 2].astype(int) > 80
+    ys, xs = np.nonzero(red)
+    expected_side = {90: "bottom", -90: "top", 180: "right"}[rotation]
+    side = {
+        "bottom": ys.min() > info.height / 2,
+        "top": ys.max() < info.height / 2,
+        "right": xs.min() > info.width / 2,
+    }
+    assert side[expected_side]
+
+
+def test_not_a_video_is_a_named_error(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.mp4"
+    bad.write_bytes(b"\x00\x01garbage" * 500)
+    with pytest.raises(UnreadableVideo):
+        VideoSource(bad)
+    empty = tmp_path / "empty.mp4"
+    empty.write_bytes(b"")
+    with pytest.raises(UnreadableVideo):
+        VideoSource(empty)
+
+
+def test_limits(tmp_path: Path) -> None:
+    path = tmp_path / "v.mp4"
+    make_code_video(path, seconds=2.0, audio=False)
+    with VideoSource(path) as source:
+        source.check_limits(max_duration_s=10, max_pixels=640 * 360)
+        with pytest.raises(VideoLimitExceeded, match="longer"):
+            source.check_limits(max_duration_s=1, max_pixels=10**8)
+        with pytest.raises(VideoLimitExceeded, match="pixel"):
+            source.check_limits(max_duration_s=10, max_pixels=1000)
+
+
+def test_render_cuts_the_window_and_lands_crops_on_the_planned_pixels(tmp_path: Path) -> None:
+    source = tmp_path / "v.mp4"
+    make_code_video(source, seconds=6.0, fps=25, size=(640, 360))
+    specs = []
+    for aspect in [(1, 1), (9, 16), (16, 9)]:
+        size = aspect_size(aspect, 640, 360)
+        rect = CropRect(
+            (640 - size.crop_w) // 2 // 2 * 2, (360 - size.crop_h) // 2 // 2 * 2, size.crop_w, size.crop_h
+        )
+        path = CropPath((0.0,), (rect,))
+        specs.append(OutputSpec(size.label, size.out_w, size.out_h, path, tmp_path / f"{size.file_stem}.mp4"))
+    render_window(source, 1.0, 3.0, specs, EncodeOptions(crf=18, preset="ultrafast"))
+    for spec in specs:
+        assert spec.frames == 50 and len(spec.crops) == 50
+        with av.open(str(spec.path)) as clip:
+            video, audio = clip.streams.video[0], clip.streams.audio[0]
+            assert video.codec_context.name == "h264" and video.codec_context.pix_fmt == "yuv420p"
+            assert (video.width, video.height) == (spec.width, spec.height)
+            assert audio.codec_context.name == "aac"
+            assert clip.duration is not None and abs(clip.duration / 1e6 - 2.0) <= 0.04 + 1e-6
+            assert abs(float(audio.duration * audio.time_base) - 2.0) < 0.05  # type: ignore[operator]
+            decoded = [f.to_ndarray(format="rgb24") for f in clip.decode(video=0)]
+        if spec.width >= 176:  # the code strip is 160 px wide: readable when the crop keeps it whole
+            assert [read_code(f) for f in decoded] == list(range(25, 75))

@@ -1,0 +1,47 @@
+from __future__ import annotations
+
+import numpy as np
+
+from workers.windows import CUT_PENALTY, best_window, detect_cuts
+
+
+def test_best_window_finds_the_high_stretch() -> None:
+    times = [k / 2 for k in range(40)]  # 20 s at 2 fps
+    values = [1.0 if 8 <= t < 13 else 0.1 for t in times]
+    window = best_window(times, values, [], duration_s=20.0, window_s=5.0, step_s=0.5)
+    assert (window.start_s, window.end_s) == (8.0, 13.0)
+    assert not window.truncated
+    assert abs(window.score - 1.0) < 1e-9
+
+
+def test_short_video_gives_whole_video_truncated() -> None:
+    window = best_window([0.0, 0.5, 1.0], [0.2, 0.4, 0.6], [], duration_s=1.4, window_s=5.0, step_s=0.5)
+    assert (window.start_s, window.end_s, window.truncated) == (0.0, 1.4, True)
+
+
+def test_window_spanning_a_cut_is_penalised() -> None:
+    times = [k / 2 for k in range(40)]
+    values = [0.8] * 40
+    values[20:30] = [0.9] * 10  # 10 s .. 15 s slightly better, but a cut at 12 s splits it
+    cut_free = best_window(times, values, [], duration_s=20.0, window_s=5.0, step_s=0.5)
+    assert cut_free.start_s == 10.0
+    with_cut = best_window(times, values, [12.0], duration_s=20.0, window_s=5.0, step_s=0.5)
+    assert not (with_cut.start_s < 12.0 < with_cut.end_s)
+    assert with_cut.score > 0.8 - CUT_PENALTY
+
+
+def test_last_window_ends_at_the_video_end() -> None:
+    times = [k / 2 for k in range(15)]
+    values = [0.0] * 12 + [1.0] * 3
+    window = best_window(times, values, [], duration_s=7.3, window_s=5.0, step_s=0.5)
+    assert abs(window.end_s - 7.3) < 1e-6
+
+
+def test_detect_cuts_between_different_histograms() -> None:
+    a = np.zeros(128, np.float32)
+    a[3] = 1.0
+    b = np.zeros(128, np.float32)
+    b[90] = 1.0
+    cuts = detect_cuts([0.0, 0.5, 1.0, 1.5], [a, a, b, b])
+    assert cuts == [0.75]
+    assert detect_cuts([0.0, 0.5], [a, a]) == []

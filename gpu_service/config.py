@@ -35,6 +35,11 @@ class DaemonSettings(BaseModel):
         default=5.0, ge=0, le=10_000, description="longest a request waits for company"
     )
     buckets: tuple[int, ...] = (1, 2, 4, 8, 16, 32)
+    pad_to_buckets: bool | None = Field(
+        default=None,
+        description="pad batches up to a bucket; None: on CUDA only, where compiled graphs per bucket pay for "
+        "the padding (on the CPU padded rows are pure extra work)",
+    )
     models: tuple[str, ...] = ("echo_stats",)
     model_modules: tuple[str, ...] = Field(
         default=(), description="extra modules imported before loading, so their @register calls run"

@@ -115,10 +115,11 @@ class Daemon:
         self.settings = settings
         self.device = resolve_device(settings.device)
         self.cuda = self.device.type == "cuda"
+        self._pad = self.cuda if settings.pad_to_buckets is None else settings.pad_to_buckets
         self.metrics = DaemonMetrics(str(self.device))
         self.metrics.slots_total.set(settings.slots)
         self.slot_stride = align(settings.slot_bytes, PAGE)
-        self._lock = threading.Condition()
+        self._lock = threading.Condition(threading.Lock())
         self._sched: Scheduler[_Request] = Scheduler(
             settings.max_batch, settings.max_delay_s, settings.buckets
         )
@@ -126,6 +127,9 @@ class Daemon:
         self._segment: Segment | None = None
         self._models: dict[str, registry.LoadedModel] = {}
         self._conns: dict[int, _Connection] = {}
+        # Per connection that has sent inference: its requests queued or running. When every such connection has
+        # one, nobody can join the head batch, so it goes without waiting out max_delay.
+        self._in_flight: dict[int, int] = {}
         self._conn_ids = itertools.count(1)
         self._stopping = threading.Event()
         self._loaded = threading.Event()
@@ -205,6 +209,7 @@ class Daemon:
             drained = self._sched.drain()
             outgoing: Outgoing = []
             for req in drained:
+                self._done_locked(req.owner)
                 self._release_locked(req.payload.slot, outgoing)
                 self._count_locked("unavailable")
                 outgoing.append(
@@ -336,7 +341,7 @@ class Daemon:
         with self._lock:
             while not self._stopping.is_set():
                 now = time.monotonic()
-                batch = self._sched.take(now)
+                batch = self._sched.take(now, force=self._all_sources_waiting_locked())
                 if batch is not None:
                     for req in batch.requests:
                         self._pool.move(req.payload.slot, req.owner, SlotState.QUEUED, SlotState.RUNNING)
@@ -361,7 +366,8 @@ class Daemon:
                 base = p.slot * self.slot_stride
                 frames.append(self._host_tensor(base, p.frames))
                 contexts.append({k: self._host_tensor(base, spec) for k, spec in p.context.items()})
-            outputs, events = self._run(model, frames, contexts, batch.bucket)
+            rows = batch.bucket if self._pad else batch.frames
+            outputs, events = self._run(model, frames, contexts, rows)
             return _Work(batch, outputs, started, events)
         except Exception as exc:
             self._fail_batch(batch, exc)
@@ -465,6 +471,7 @@ class Daemon:
         outgoing: Outgoing = []
         with self._lock:
             for req, reply, ok in results:
+                self._done_locked(req.owner)
                 if ok:
                     self._grants_locked(self._pool.finish(req.payload.slot), outgoing)
                 else:
@@ -474,13 +481,14 @@ class Daemon:
             st = self._stats
             st["batches"] += 1
             st["frames"] += batch.frames
-            st["padded_frames"] += batch.bucket - batch.frames
+            padding = batch.bucket - batch.frames if self._pad else 0
+            st["padded_frames"] += padding
             st["max_batch_frames"] = max(st["max_batch_frames"], batch.frames)
             st["busy_s"] += compute_s
             st["last_batch_end"] = time.monotonic()
             self.metrics.slots_in_use.set(self._pool.in_use)
         self.metrics.batch_frames.observe(batch.frames)
-        self.metrics.batch_padding.inc(batch.bucket - batch.frames)
+        self.metrics.batch_padding.inc(padding)
         self.metrics.compute.observe(compute_s)
         self.metrics.busy.inc(compute_s)
         self._send(outgoing)
@@ -510,6 +518,7 @@ class Daemon:
         outgoing: Outgoing = []
         with self._lock:
             for req in batch.requests:
+                self._done_locked(req.owner)
                 self._release_locked(req.payload.slot, outgoing)
                 self._count_locked("failed")
                 message = (
@@ -610,12 +619,17 @@ class Daemon:
             with self._lock:
                 try:
                     self._pool.move(msg.slot, conn.id, SlotState.DONE, SlotState.DONE)
-                    self._release_locked(msg.slot, outgoing)
                 except SlotError as exc:
                     self._count_locked("rejected")
                     outgoing.append(
                         (conn, protocol.error_reply(None, "InferenceRejected", f"release: {exc}"))
                     )
+                else:
+                    kept = msg.keep and self._pool.keep(msg.slot)
+                    if not kept:
+                        self._release_locked(msg.slot, outgoing)
+                    if msg.keep:
+                        outgoing.append((conn, {"id": None, "op": "keep", "slot": msg.slot, "kept": kept}))
             self._send(outgoing)
 
     def _submit(self, conn: _Connection, msg: protocol.Infer) -> None:
@@ -641,6 +655,7 @@ class Daemon:
             with self._lock:
                 self._pool.move(msg.slot, conn.id, SlotState.LEASED, SlotState.QUEUED)
                 self._sched.push(pending)
+                self._in_flight[conn.id] = self._in_flight.get(conn.id, 0) + 1
                 self._update_queue_metrics_locked()
                 self._lock.notify_all()
         except (registry.RequestError, SlotError, ValueError) as exc:
@@ -680,6 +695,7 @@ class Daemon:
             if self._conns.pop(conn.id, None) is None:
                 return
             conn.alive = False
+            self._in_flight.pop(conn.id, None)
             cancelled = self._sched.cancel(conn.id)
             for _ in cancelled:
                 self._count_locked("cancelled")
@@ -702,6 +718,13 @@ class Daemon:
                 outgoing.append((conn, {"id": g.request_id, "ok": True, "slot": g.slot}))
         self.metrics.slots_in_use.set(self._pool.in_use)
         self.metrics.slot_waiters.set(self._pool.waiting)
+
+    def _all_sources_waiting_locked(self) -> bool:
+        return bool(self._in_flight) and all(n > 0 for n in self._in_flight.values())
+
+    def _done_locked(self, owner: int) -> None:
+        if self._in_flight.get(owner, 0) > 0:
+            self._in_flight[owner] -= 1
 
     def _count_locked(self, outcome: str) -> None:
         self._stats["requests"][outcome] += 1
@@ -736,6 +759,7 @@ class Daemon:
             "max_batch": self.settings.max_batch,
             "buckets": list(self.settings.buckets),
             "slot_bytes": self.settings.slot_bytes,
+            "shm": self._segment.name if self._segment is not None else None,
             "torch_threads": self.torch_threads,
             "compute_tid": self.compute_tid,
             "compute_affinity": self.compute_affinity,

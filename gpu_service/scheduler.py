@@ -10,7 +10,8 @@ Batching: a batch is the longest prefix of that order whose requests share the h
 compatible inputs) and whose frames fit `max_batch`; requests are never split across batches. Taking only a
 prefix keeps the order strict: no request is served before an earlier-keyed one that was already waiting.
 A batch is served once it is closed (full, or the next request cannot join it) or its longest-waiting request
-has waited `max_delay_s`. Its frames are padded up to the smallest bucket that holds them, so a compiled model
+has waited `max_delay_s`, or when the caller says no other request can come (every client that sends inference
+already has one waiting or running: waiting longer would only idle the device). Its frames are padded up to the smallest bucket that holds them, so a compiled model
 or a CUDA graph per bucket can serve it; a batch larger than every bucket runs unpadded (the fallback path).
 """
 

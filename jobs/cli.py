@@ -22,7 +22,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     settings = load_settings(
         out=args.out, aspects=args.aspects, workers=args.workers, state_dir=args.state_dir
     )
-    return run_catalog(settings, Path(args.catalog))
+    return run_catalog(settings, Path(args.catalog)).exit_code
 
 
 def _cmd_sample_catalog(args: argparse.Namespace) -> int:

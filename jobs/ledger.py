@@ -201,6 +201,23 @@ class Ledger:
         inflight_key, job_key, _ = self._keys(job_id)
         return bool(self._complete(keys=[inflight_key, job_key], args=[repr(time.time())]))
 
+    def record_stage(self, job_id: str, stage: str, cpu_s: float, wall_s: float) -> None:
+        """Accumulate one stage run's CPU and wall seconds (the per-stage cost that benchmarks report)."""
+        key = f"{self._job_key(job_id)}:stages"
+        with self.redis.pipeline(transaction=False) as pipe:
+            pipe.hincrbyfloat(key, f"{stage}:cpu", cpu_s)
+            pipe.hincrbyfloat(key, f"{stage}:wall", wall_s)
+            pipe.hincrby(key, f"{stage}:runs", 1)
+            pipe.execute()
+
+    def stage_totals(self, job_id: str) -> dict[str, dict[str, float]]:
+        """{stage: {"cpu": seconds, "wall": seconds, "runs": count}} summed over the job."""
+        totals: dict[str, dict[str, float]] = {}
+        for field_name, value in self.redis.hgetall(f"{self._job_key(job_id)}:stages").items():
+            stage, measure = _text(field_name).rsplit(":", 1)
+            totals.setdefault(stage, {})[measure] = float(value)
+        return totals
+
     def in_flight(self, job_id: str) -> int:
         return int(self.redis.hlen(self._keys(job_id)[0]))
 

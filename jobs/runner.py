@@ -10,6 +10,7 @@ import os
 import sys
 import time
 from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
@@ -59,7 +60,15 @@ def summarise(ledger: Ledger, job: JobRecord, out_uri: str, elapsed_s: float, st
         print(f"  FAILED {failure.item_id}: {failure.error}: {failure.message}", file=stream)
 
 
-def run_catalog(settings: Settings, catalog: Path, *, stream: TextIO = sys.stdout) -> int:
+@dataclass(frozen=True)
+class RunOutcome:
+    exit_code: int
+    job: JobRecord
+    #: {stage: {"cpu": s, "wall": s, "runs": n}} summed over the job's items
+    stages: dict[str, dict[str, float]]
+
+
+def run_catalog(settings: Settings, catalog: Path, *, stream: TextIO = sys.stdout) -> RunOutcome:
     if not catalog.is_file():
         raise CatalogError(f"catalog {catalog} does not exist or is not a file")
     started = time.monotonic()
@@ -108,4 +117,5 @@ def run_catalog(settings: Settings, catalog: Path, *, stream: TextIO = sys.stdou
         bar.close()
         final = ledger.job(job.id)
         summarise(ledger, final, store.root, time.monotonic() - started, stream)
-    return EXIT_OK if final.failed == 0 else EXIT_FAILED
+        stages = ledger.stage_totals(job.id)
+    return RunOutcome(EXIT_OK if final.failed == 0 else EXIT_FAILED, final, stages)

@@ -27,7 +27,7 @@ from storage.store import ObjectStore
 from workers.framing import CropPath, CropRect, aspect_size, static_subject_path
 from workers.render import EncodeOptions, OutputSpec, render_window
 from workers.scoring import score_frames, shot_signature
-from workers.video import VideoInfo, VideoSource
+from workers.video import Frame, VideoInfo, VideoSource
 from workers.windows import Window, best_window, detect_cuts
 
 # A match this strong means the product is on screen; weaker best matches are background texture.
@@ -103,6 +103,13 @@ def analyse(
         main_image = load_image(image_path)
     with opener.local_path(entry.video) as path, VideoSource(path, threads=threads) as source:
         frames = source.sample(sample_times(info, config.sample_fps))
+    return analyse_frames(info, frames, main_image, config)
+
+
+def analyse_frames(
+    info: VideoInfo, frames: list[Frame], main_image: np.ndarray, config: OutputConfig
+) -> Analysis:
+    """Score sampled frames, choose the window and plan every aspect's crop path."""
     scores = score_frames([(f.t, f.rgb) for f in frames], main_image)
     times = [f.t - info.start_s for f in frames]
     cuts = detect_cuts(times, [shot_signature(f.rgb) for f in frames])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -93,8 +94,12 @@ def context() -> WorkerContext:
 
 def _guarded(task: Task, job_id: str, entry: CatalogEntry, stage: Callable[[WorkerContext], T]) -> T:
     ctx = context()
+    cpu0, wall0 = time.process_time(), time.perf_counter()
     try:
-        return stage(ctx)
+        result = stage(ctx)
+        stage_name = task.name.rsplit(".", 1)[-1]
+        ctx.ledger.record_stage(job_id, stage_name, time.process_time() - cpu0, time.perf_counter() - wall0)
+        return result
     except (Ignore, Retry):
         raise
     except SoftTimeLimitExceeded:

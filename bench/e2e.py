@@ -1,0 +1,314 @@
+"""Headline benchmark: reelgen against the naive design and against the render floor, side by side.
+
+(a) naive: one process, items one after another, every frame decoded with OpenCV read(), analysis in-process,
+    each aspect rendered by its own pass over the window;
+(b) the same in 4 threads of one process (the seed's "4 concurrency");
+(c) reelgen as it stands: `reelgen run` with its Celery workers;
+(d) the render floor: per item only decode its chosen window once and encode all its clips, items spread over
+    all cores — the work no design can avoid.
+All use the same scorer, crop planner, sampling rate and encoder settings (libx264 veryfast CRF 21, the same
+explicit thread count). Usage: .venv/bin/python bench/e2e.py [--items 6] [--scaling]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import platform
+import resource
+import shutil
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import cv2
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from jobs.catalog import CatalogEntry, read_catalog  # noqa: E402
+from jobs.runner import run_catalog  # noqa: E402
+from jobs.sample_catalog import write_sample_catalog  # noqa: E402
+from reelgen.settings import OutputConfig, Settings, load_settings  # noqa: E402
+from workers.framing import CropPath, CropRect, aspect_size  # noqa: E402
+from workers.pipeline import analyse_frames, load_image, sample_times  # noqa: E402
+from workers.render import EncodeOptions, OutputSpec, render_window  # noqa: E402
+from workers.video import Frame, VideoInfo, VideoSource  # noqa: E402
+
+DATA = Path(__file__).resolve().parent / ".data"
+CODEC_THREADS = 1
+
+
+def machine_lines() -> list[str]:
+    model = "unknown CPU"
+    with open("/proc/cpuinfo") as info:
+        for line in info:
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    lines = [f"machine: {os.cpu_count()} CPUs ({model}), {platform.platform()}"]
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            lines.append(f"gpu: {torch.cuda.get_device_name(0)}")
+        else:
+            lines.append("gpu: none (inference on the CPU)")
+    except ImportError:
+        lines.append("gpu: torch not importable")
+    return lines
+
+
+def ensure_catalog(items: int, seed: int) -> Path:
+    folder = DATA / f"catalog-{items}-{seed}"
+    catalog = folder / "catalog.jsonl"
+    if not catalog.exists():
+        shutil.rmtree(folder, ignore_errors=True)
+        started = time.perf_counter()
+        write_sample_catalog(folder, items, seed=seed)
+        print(
+            f"generated {items} items (720p, 15-30 s, libx264 defaults) in {time.perf_counter() - started:.0f} s"
+        )
+    return catalog
+
+
+def repeated_catalog(base: Path, items: int) -> Path:
+    """A catalog of `items` lines reusing the base catalog's videos under new item ids."""
+    entries = [json.loads(line) for line in base.read_text().splitlines() if line.strip()]
+    target = base.parent / f"repeat-{items}.jsonl"
+    with open(target, "w") as handle:
+        for k in range(items):
+            entry = dict(entries[k % len(entries)], item_id=f"rep-{k:04d}")
+            handle.write(json.dumps(entry) + "\n")
+    return target
+
+
+def entries_of(catalog: Path) -> list[CatalogEntry]:
+    return [entry for _, entry in read_catalog(catalog) if isinstance(entry, CatalogEntry)]
+
+
+def encode_options(config: OutputConfig) -> EncodeOptions:
+    return EncodeOptions(config.crf, config.preset, CODEC_THREADS, config.audio_bitrate)
+
+
+# --- (a) and (b): the naive design
+
+
+def read_every_frame(path: Path, info: VideoInfo, fps: float) -> list[Frame]:
+    """OpenCV read() of every frame, keeping the one on screen at each sample time."""
+    capture = cv2.VideoCapture(str(path), cv2.CAP_FFMPEG, [cv2.CAP_PROP_N_THREADS, CODEC_THREADS])
+    targets = sample_times(info, fps)
+    frames: list[Frame] = []
+    previous: tuple[float, np.ndarray] | None = None
+    index = 0
+    while index < len(targets):
+        ok, bgr = capture.read()
+        if not ok:
+            break
+        t = capture.get(cv2.CAP_PROP_POS_MSEC) / 1000.0
+        while index < len(targets) and t > targets[index] + 1e-6 and previous is not None:
+            frames.append(Frame(previous[0], cv2.cvtColor(previous[1], cv2.COLOR_BGR2RGB)))
+            index += 1
+        previous = (t, bgr)
+    while index < len(targets) and previous is not None:
+        frames.append(Frame(previous[0], cv2.cvtColor(previous[1], cv2.COLOR_BGR2RGB)))
+        index += 1
+    capture.release()
+    return frames
+
+
+class StageClock:
+    """CPU and wall seconds per stage, summed across items (thread-safe enough for += on floats under the GIL)."""
+
+    def __init__(self) -> None:
+        self.cpu: dict[str, float] = defaultdict(float)
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        start = time.thread_time()
+        yield
+        self.cpu[name] += time.thread_time() - start
+
+
+def naive_item(entry: CatalogEntry, config: OutputConfig, out: Path, clock: StageClock) -> None:
+    video = Path(entry.video)
+    with clock.stage("prepare"), VideoSource(video) as source:
+        info = source.info
+    with clock.stage("analyse"):
+        frames = read_every_frame(video, info, config.sample_fps)
+        analysis = analyse_frames(info, frames, load_image(Path(entry.image)), config)
+    with clock.stage("render"):
+        for pair in config.aspect_pairs:
+            size = aspect_size(pair, info.width, info.height, config.max_output_side)
+            spec = OutputSpec(
+                size.label, size.out_w, size.out_h, analysis.crop_path(size.label),
+                out / entry.item_id / f"{size.file_stem}.mp4",
+            )  # fmt: skip
+            render_window(
+                video, analysis.window.start_s, analysis.window.end_s, [spec], encode_options(config)
+            )
+
+
+def run_in_process(
+    entries: list[CatalogEntry], config: OutputConfig, out: Path, threads: int
+) -> tuple[float, float, StageClock]:
+    clock = StageClock()
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    if threads == 1:
+        for entry in entries:
+            naive_item(entry, config, out, clock)
+    else:
+        with ThreadPoolExecutor(threads) as pool:
+            list(pool.map(lambda e: naive_item(e, config, out, clock), entries))
+    return time.perf_counter() - wall0, time.process_time() - cpu0, clock
+
+
+# --- (c) reelgen
+
+
+def children_usage() -> resource.struct_rusage:
+    return resource.getrusage(resource.RUSAGE_CHILDREN)
+
+
+def run_reelgen(
+    catalog: Path, out: Path, state: Path
+) -> tuple[float, float, dict[str, dict[str, float]], int]:
+    settings = load_settings(out=str(out), state_dir=state, codec_threads=CODEC_THREADS)
+    before, cpu0 = children_usage(), time.process_time()
+    started = time.perf_counter()
+    with open(os.devnull, "w") as quiet:
+        outcome = run_catalog(settings, catalog, stream=quiet)
+    wall = time.perf_counter() - started
+    after = children_usage()
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime) + time.process_time() - cpu0
+    if outcome.exit_code != 0:
+        raise SystemExit(f"reelgen run exited {outcome.exit_code}")
+    return wall, cpu, outcome.stages, after.ru_maxrss
+
+
+# --- (d) the render floor
+
+
+def floor_item(args: tuple[str, dict[str, Any], str, dict[str, Any]]) -> None:
+    video, manifest, out, options = args
+    window = manifest["window"]
+    specs = []
+    for output in manifest["outputs"]:
+        crops = output["crops"]
+        path = CropPath(
+            tuple(c["t"] for c in crops), tuple(CropRect(c["x"], c["y"], c["w"], c["h"]) for c in crops)
+        )
+        stem = output["aspect"].replace(":", "x")
+        specs.append(
+            OutputSpec(output["aspect"], output["width"], output["height"], path, Path(out) / f"{stem}.mp4")
+        )
+    render_window(Path(video), window["start_s"], window["end_s"], specs, EncodeOptions(**options))
+
+
+def run_floor(
+    entries: list[CatalogEntry], manifests: Path, out: Path, config: OutputConfig
+) -> tuple[float, float]:
+    options = encode_options(config)
+    jobs = [
+        (
+            entry.video,
+            json.loads((manifests / entry.item_id / "manifest.json").read_text()),
+            str(out / entry.item_id),
+            options.__dict__,
+        )
+        for entry in entries
+    ]
+    before = children_usage()
+    started = time.perf_counter()
+    with multiprocessing.get_context("spawn").Pool(os.cpu_count()) as pool:
+        pool.map(floor_item, jobs, chunksize=1)
+        pool.close()
+        pool.join()
+    wall = time.perf_counter() - started
+    after = children_usage()
+    return wall, (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+
+
+def per_item(stages: dict[str, float], items: int) -> dict[str, float]:
+    return {stage: round(seconds / items, 2) for stage, seconds in stages.items()}
+
+
+def timed(label: str, fn: Callable[[], Any]) -> Any:
+    print(f"running {label} ...", flush=True)
+    return fn()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--items", type=int, default=6)
+    parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument("--scaling", action="store_true", help="also time reelgen on 10 and 100 items")
+    args = parser.parse_args()
+    for line in machine_lines():
+        print(line)
+    catalog = ensure_catalog(args.items, args.seed)
+    entries = entries_of(catalog)
+    settings: Settings = load_settings()
+    config = settings.output_config()
+    cpus = os.cpu_count() or 1
+    work = DATA / "runs"
+    shutil.rmtree(work, ignore_errors=True)
+    n = len(entries)
+    print(f"{n} items, aspects {','.join(config.aspects)}, encoder libx264 {config.preset} CRF {config.crf}, "
+          f"{CODEC_THREADS} codec thread(s) per encoder/decoder")  # fmt: skip
+
+    a_wall, a_cpu, a_clock = timed("(a) naive", lambda: run_in_process(entries, config, work / "a", 1))
+    b_wall, b_cpu, _ = timed("(b) naive, 4 threads", lambda: run_in_process(entries, config, work / "b", 4))
+    c_wall, c_cpu, c_stages, worker_rss_kb = timed(
+        "(c) reelgen", lambda: run_reelgen(catalog, work / "c", work / "c-state")
+    )
+    d_wall, d_cpu = timed("(d) render floor", lambda: run_floor(entries, work / "c", work / "d", config))
+
+    rates = {k: n / wall * 60 for k, wall in (("a", a_wall), ("b", b_wall), ("c", c_wall), ("d", d_wall))}
+    for key, wall, cpu in (
+        ("a", a_wall, a_cpu),
+        ("b", b_wall, b_cpu),
+        ("c", c_wall, c_cpu),
+        ("d", d_wall, d_cpu),
+    ):
+        print(
+            f"({key}) {rates[key]:6.2f} items/min  wall {wall:6.1f} s  CPU {cpu:6.1f} s "
+            f"({cpu / n:.1f} CPU-s/item)  CPU utilisation {cpu / (wall * cpus):.0%}"
+        )
+    print(f"(a) CPU-s per item by stage: {per_item(a_clock.cpu, n)}")
+    print(f"(c) CPU-s per item by stage: {per_item({s: v.get('cpu', 0.0) for s, v in c_stages.items()}, n)}")
+    print(f"(c) peak worker RSS {worker_rss_kb / 1024:.0f} MiB")
+    result: dict[str, Any] = {
+        "a_items_per_min": round(rates["a"], 3),
+        "b_items_per_min": round(rates["b"], 3),
+        "c_items_per_min": round(rates["c"], 3),
+        "d_items_per_min": round(rates["d"], 3),
+        "c_over_a": round(rates["c"] / rates["a"], 3),
+        "c_over_b": round(rates["c"] / rates["b"], 3),
+        "c_over_d": round(rates["c"] / rates["d"], 3),
+        "gpu_busy": None,
+    }
+    if args.scaling:
+        walls = {}
+        for items in (10, 100):
+            repeated = repeated_catalog(catalog, items)
+            walls[items] = timed(
+                f"(c) reelgen on {items} items",
+                lambda r=repeated, i=items: run_reelgen(r, work / f"s{i}", work / f"s{i}-state"),  # type: ignore[misc]
+            )[0]
+            print(f"(c) {items} items: wall {walls[items]:.1f} s ({walls[items] / items:.2f} s/item)")
+        result["wall_10"] = round(walls[10], 1)
+        result["wall_100"] = round(walls[100], 1)
+        result["scaling_100_over_10"] = round(walls[100] / walls[10], 2)
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

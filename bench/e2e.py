@@ -19,7 +19,6 @@ import os
 import platform
 import resource
 import shutil
-import sys
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
@@ -31,16 +30,14 @@ from typing import Any
 import cv2
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from jobs.catalog import CatalogEntry, read_catalog  # noqa: E402
-from jobs.runner import run_catalog  # noqa: E402
-from jobs.sample_catalog import write_sample_catalog  # noqa: E402
-from reelgen.settings import OutputConfig, Settings, load_settings  # noqa: E402
-from workers.framing import CropPath, CropRect, aspect_size  # noqa: E402
-from workers.pipeline import analyse_frames, load_image, sample_times  # noqa: E402
-from workers.render import EncodeOptions, OutputSpec, render_window  # noqa: E402
-from workers.video import Frame, VideoInfo, VideoSource  # noqa: E402
+from jobs.catalog import CatalogEntry, read_catalog
+from jobs.runner import run_catalog
+from jobs.sample_catalog import write_sample_catalog
+from reelgen.settings import OutputConfig, Settings, load_settings
+from workers.framing import CropPath, CropRect, aspect_size
+from workers.pipeline import analyse_frames, load_image, sample_times
+from workers.render import EncodeOptions, OutputSpec, render_window
+from workers.video import Frame, VideoInfo, VideoSource
 
 DATA = Path(__file__).resolve().parent / ".data"
 CODEC_THREADS = 1

@@ -58,7 +58,7 @@ class EmbeddedRedis:
         # a client without retries: the server closes the connection as it goes, which is the success case
         once = redis.Redis(unix_socket_path=str(self.socket_path), retry=Retry(NoBackoff(), 0))
         with contextlib.suppress(redis.RedisError):
-            once.execute_command("SHUTDOWN", "SAVE")
+            once.execute_command("SHUTDOWN", "SAVE")  # type: ignore[no-untyped-call]
         once.close()
         deadline = time.monotonic() + 10
         while _alive(pid) and time.monotonic() < deadline:

@@ -35,9 +35,12 @@ from gpu_service.scheduler import PriorityKey  # noqa: E402
 MODEL = "clip_vit_b16_image"
 
 
-def client_loop(sock: str, stop: Event, frames_per_request: int, size: int, index: int) -> None:
+def client_loop(
+    sock: str, stop: Event, frames_per_request: int, size: int, index: int, cores: tuple[int, ...]
+) -> None:
     import numpy as np
 
+    os.sched_setaffinity(0, cores)
     frames = np.random.default_rng(index).integers(
         0, 256, (frames_per_request, size, size, 3), dtype=np.uint8
     )
@@ -53,11 +56,15 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def measure_level(sock: Path, daemon_pid: int, clients: int, args: argparse.Namespace) -> dict[str, float]:
+def measure_level(
+    sock: Path, daemon_pid: int, clients: int, args: argparse.Namespace, client_cores: tuple[int, ...]
+) -> dict[str, float]:
     ctx = mp.get_context("spawn")
     stop = ctx.Event()
     procs = [
-        ctx.Process(target=client_loop, args=(str(sock), stop, args.frames_per_request, args.size, i))
+        ctx.Process(
+            target=client_loop, args=(str(sock), stop, args.frames_per_request, args.size, i, client_cores)
+        )
         for i in range(clients)
     ]
     for p in procs:
@@ -143,7 +150,9 @@ def main() -> int:
     parser.add_argument("--max-batch", type=int, default=8)
     parser.add_argument("--min-batches", type=int, default=3)
     parser.add_argument("--min-seconds", type=float, default=2.0)
-    parser.add_argument("--threads", type=int, default=0, help="daemon torch threads; 0: all cores")
+    parser.add_argument(
+        "--threads", type=int, default=0, help="compute cores (and torch threads); 0: all but one"
+    )
     parser.add_argument(
         "--max-delay-ms",
         default="20",
@@ -151,7 +160,11 @@ def main() -> int:
     )
     args = parser.parse_args()
     levels = [int(x) for x in args.levels.split(",")]
-    threads = args.threads or len(os.sched_getaffinity(0))
+    # As in a deployment: the compute thread gets dedicated cores, the clients (workers) the others.
+    cores = sorted(os.sched_getaffinity(0))
+    n_compute = args.threads or max(1, len(cores) - 1)
+    compute_cores = tuple(cores[-n_compute:])
+    client_cores = tuple(cores[:-n_compute]) or tuple(cores)
     buckets = ",".join(str(b) for b in (1, 2, 4, 8, 16, 32, 64) if b <= args.max_batch)
 
     print(f"machine: {os.cpu_count()} CPUs ({platform.machine()}), python {platform.python_version()}")
@@ -178,7 +191,9 @@ def main() -> int:
             "--slot-mb",
             "1",
             "--threads",
-            str(threads),
+            str(n_compute),
+            "--pin-cores",
+            ",".join(map(str, compute_cores)),
             "--log-level",
             "WARNING",
         ]
@@ -187,14 +202,16 @@ def main() -> int:
             status = wait_until_ready(sock, timeout_s=300)
             print(
                 f"daemon: device {status['device']} ({status['device_name']}), {status['torch_threads']} torch "
-                f"threads, max_batch {args.max_batch}, max_delay {args.max_delay_ms} ms, "
+                f"threads pinned to cores {compute_cores}, clients on cores {client_cores}, max_batch {args.max_batch}, max_delay {args.max_delay_ms} ms, "
                 f"{args.frames_per_request} frame(s) of "
                 f"{args.size}x{args.size} per request"
             )
+            # The direct baseline runs on the compute thread's cores with its thread count, no clients running.
+            os.sched_setaffinity(0, compute_cores)
             direct = Direct(args.device, status["torch_threads"])
             results = []
             for n in levels:
-                r = measure_level(sock, daemon.pid, n, args)
+                r = measure_level(sock, daemon.pid, n, args, client_cores)
                 # Measured right after its level, so both see the same machine (others may share it).
                 batch = max(1, round(r["mean_batch"]))
                 r["direct_frames_per_s"] = direct.frames_per_s(batch, args.size, args.min_batches)

@@ -16,7 +16,6 @@ import argparse
 import json
 import multiprocessing
 import os
-import platform
 import resource
 import shutil
 import time
@@ -30,37 +29,21 @@ from typing import Any
 import cv2
 import numpy as np
 
+from gpu_service.local import LocalInference
+from gpu_service.scheduler import PriorityKey
 from jobs.catalog import CatalogEntry, read_catalog
 from jobs.runner import run_catalog
 from jobs.sample_catalog import write_sample_catalog
+from monitoring.machine import machine_lines
 from reelgen.settings import OutputConfig, Settings, load_settings
 from workers.framing import CropPath, CropRect, aspect_size
-from workers.pipeline import analyse_frames, load_image, sample_times
+from workers.pipeline import choose, load_image, sample_times, score_samples
 from workers.render import EncodeOptions, OutputSpec, render_window
+from workers.scoring import ANALYSIS_WIDTH, product_template
 from workers.video import Frame, VideoInfo, VideoSource
 
 DATA = Path(__file__).resolve().parent / ".data"
 CODEC_THREADS = 1
-
-
-def machine_lines() -> list[str]:
-    model = "unknown CPU"
-    with open("/proc/cpuinfo") as info:
-        for line in info:
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    lines = [f"machine: {os.cpu_count()} CPUs ({model}), {platform.platform()}"]
-    try:
-        import torch
-
-        if torch.cuda.is_available():
-            lines.append(f"gpu: {torch.cuda.get_device_name(0)}")
-        else:
-            lines.append("gpu: none (inference on the CPU)")
-    except ImportError:
-        lines.append("gpu: torch not importable")
-    return lines
 
 
 def ensure_catalog(items: int, seed: int) -> Path:
@@ -104,6 +87,12 @@ def read_every_frame(path: Path, info: VideoInfo, fps: float) -> list[Frame]:
     targets = sample_times(info, fps)
     frames: list[Frame] = []
     previous: tuple[float, np.ndarray] | None = None
+    height = round(info.height * ANALYSIS_WIDTH / info.width)
+
+    def analysis_frame(t: float, bgr: np.ndarray) -> Frame:
+        small = cv2.resize(bgr, (ANALYSIS_WIDTH, height), interpolation=cv2.INTER_AREA)
+        return Frame(t, cv2.cvtColor(small, cv2.COLOR_BGR2RGB))
+
     index = 0
     while index < len(targets):
         ok, bgr = capture.read()
@@ -111,11 +100,11 @@ def read_every_frame(path: Path, info: VideoInfo, fps: float) -> list[Frame]:
             break
         t = capture.get(cv2.CAP_PROP_POS_MSEC) / 1000.0
         while index < len(targets) and t > targets[index] + 1e-6 and previous is not None:
-            frames.append(Frame(previous[0], cv2.cvtColor(previous[1], cv2.COLOR_BGR2RGB)))
+            frames.append(analysis_frame(*previous))
             index += 1
         previous = (t, bgr)
     while index < len(targets) and previous is not None:
-        frames.append(Frame(previous[0], cv2.cvtColor(previous[1], cv2.COLOR_BGR2RGB)))
+        frames.append(analysis_frame(*previous))
         index += 1
     capture.release()
     return frames
@@ -134,13 +123,17 @@ class StageClock:
         self.cpu[name] += time.thread_time() - start
 
 
-def naive_item(entry: CatalogEntry, config: OutputConfig, out: Path, clock: StageClock) -> None:
+def naive_item(
+    entry: CatalogEntry, config: OutputConfig, out: Path, clock: StageClock, model: LocalInference
+) -> None:
     video = Path(entry.video)
     with clock.stage("prepare"), VideoSource(video) as source:
         info = source.info
     with clock.stage("analyse"):
         frames = read_every_frame(video, info, config.sample_fps)
-        analysis = analyse_frames(info, frames, load_image(Path(entry.image)), config)
+        template = product_template(load_image(Path(entry.image)))
+        samples = score_samples(model, frames, template, PriorityKey(0.0, 0.0), info)
+        analysis = choose(info, samples, config)
     with clock.stage("render"):
         for pair in config.aspect_pairs:
             size = aspect_size(pair, info.width, info.height, config.max_output_side)
@@ -157,13 +150,15 @@ def run_in_process(
     entries: list[CatalogEntry], config: OutputConfig, out: Path, threads: int
 ) -> tuple[float, float, StageClock]:
     clock = StageClock()
+    # the same scorer as the daemon's, run in this process, as the seed's naive design did
+    model = LocalInference()
     cpu0, wall0 = time.process_time(), time.perf_counter()
     if threads == 1:
         for entry in entries:
-            naive_item(entry, config, out, clock)
+            naive_item(entry, config, out, clock, model)
     else:
         with ThreadPoolExecutor(threads) as pool:
-            list(pool.map(lambda e: naive_item(e, config, out, clock), entries))
+            list(pool.map(lambda e: naive_item(e, config, out, clock, model), entries))
     return time.perf_counter() - wall0, time.process_time() - cpu0, clock
 
 

@@ -318,7 +318,7 @@ class Daemon:
                 if bucket > self.settings.max_batch:
                     break
                 frames = torch.zeros((bucket, h, w, c), dtype=torch.uint8)
-                work = self._run(model, [frames], [{}], bucket)
+                work = self._run(model, [frames], [model.warmup_context(self.device)], bucket)
                 self._outputs_to_host(work[0])
             log.info("warmed up %s at buckets %s", loaded.name, self.settings.buckets)
 

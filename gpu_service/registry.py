@@ -38,7 +38,7 @@ from torch import Tensor, nn
 
 from reelgen.errors import ConfigError
 
-BUILTIN_MODULES = ("gpu_service.models.basic", "gpu_service.models.clip_vit")
+BUILTIN_MODULES = ("gpu_service.models.basic", "gpu_service.models.clip_vit", "gpu_service.models.template_match")
 
 
 class RequestError(ValueError):
@@ -81,6 +81,7 @@ class InferenceModel(nn.Module):
         return dict(context)
 
     def warmup_context(self, device: torch.device) -> dict[str, Tensor]:
+        """A request's raw context (as a client would send it) for warm-up runs; models that need one say so."""
         return {}
 
     def forward(self, batch: Tensor, spans: Sequence[Span]) -> dict[str, Tensor]:

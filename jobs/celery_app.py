@@ -8,16 +8,21 @@ from __future__ import annotations
 
 from celery import Celery
 
+from reelgen.errors import ConfigError
 from reelgen.settings import Settings, load_settings
 
 QUEUE = "reelgen"
 # Redis-transport priorities: 0 is served first. Later stages outrank first stages so that items already under
 # way finish before new ones start (the seed's first-come-first-served, inside the broker).
 PRIORITY_PREPARE = 6
-PRIORITY_ANALYSE = 3
+PRIORITY_SAMPLE = 4
+PRIORITY_SELECT = 2
 PRIORITY_RENDER = 0
 
-app = Celery("reelgen", include=["workers.tasks"])
+# the longest wait before a transient failure's retry (workers/tasks.py: min(60, 2 ** (retries + 1)))
+MAX_RETRY_COUNTDOWN_S = 60
+
+app = Celery("reelgen", include=["workers.tasks", "jobs.schedule"])
 
 
 def celery_url(redis_url: str) -> str:
@@ -27,10 +32,42 @@ def celery_url(redis_url: str) -> str:
     return redis_url
 
 
+def visibility_timeout(settings: Settings) -> int:
+    return settings.visibility_timeout_s or settings.task_time_limit_s + 600
+
+
+def check_timeouts(settings: Settings) -> None:
+    """Refuse timeouts that contradict each other (checked whenever the app is configured).
+
+    The broker redelivers a message unacknowledged for the visibility timeout, so that timeout must exceed the
+    longest task and any retry countdown, or running tasks are delivered twice. An item's lease is renewed when
+    each of its tasks begins, so it must outlast the longest task, or the reaper re-dispatches live items.
+    """
+    longest = settings.task_time_limit_s + MAX_RETRY_COUNTDOWN_S
+    if visibility_timeout(settings) <= longest:
+        raise ConfigError(
+            f"visibility_timeout_s {visibility_timeout(settings)} must exceed task_time_limit_s + the longest "
+            f"retry countdown ({longest}); raise REELGEN_VISIBILITY_TIMEOUT_S or lower REELGEN_TASK_TIME_LIMIT_S"
+        )
+    if settings.lease_s <= settings.task_time_limit_s:
+        raise ConfigError(
+            f"lease_s {settings.lease_s} must exceed task_time_limit_s {settings.task_time_limit_s}, "
+            "or the reaper re-dispatches items whose tasks are still running"
+        )
+
+
 def configure(celery: Celery, settings: Settings) -> None:
     if settings.redis_url is None:
         return
+    check_timeouts(settings)
+    from jobs.schedule import beat_schedule  # jobs.schedule registers its task on this module's app
+
     url = celery_url(settings.redis_url.get_secret_value())
+    if celery.conf.broker_url != url and celery._pool is not None:
+        # connections pooled for an earlier broker would keep publishing there
+        celery._pool.force_close_all()
+        celery._pool = None
+        celery.amqp._producer_pool = None
     celery.conf.update(
         broker_url=url,
         result_backend=None,
@@ -41,7 +78,9 @@ def configure(celery: Celery, settings: Settings) -> None:
         worker_prefetch_multiplier=1,
         task_time_limit=settings.task_time_limit_s,
         task_soft_time_limit=max(5, settings.task_time_limit_s - 30),
-        task_send_sent_event=True,
+        # a 'sent' event is one more publish per message, outside the publish pipeline: it halves the rate a
+        # dispatcher feeds the broker; Flower shows tasks from 'received' on
+        task_send_sent_event=False,
         worker_send_task_events=True,
         worker_hijack_root_logger=False,
         broker_connection_retry_on_startup=True,
@@ -50,10 +89,13 @@ def configure(celery: Celery, settings: Settings) -> None:
             "sep": ":",
             "queue_order_strategy": "priority",
             # a task unacknowledged this long is redelivered: it must exceed the longest task and retry wait
-            "visibility_timeout": settings.task_time_limit_s + 600,
+            "visibility_timeout": visibility_timeout(settings),
         },
         task_serializer="json",
         accept_content=["json"],
+        timezone="UTC",
+        enable_utc=True,
+        beat_schedule=beat_schedule(settings),
     )
 
 

@@ -1,28 +1,218 @@
-"""The `reelgen` command line."""
+"""The `reelgen` command line.
+
+`run` is self-contained (embedded Redis, local workers). The catalog-operations commands (backfill, retry, job,
+status, nightly) and the long-running services (dispatcher, worker, beat, flower, gpu-daemon: container
+entrypoints) share one Redis named by REELGEN_REDIS_URL.
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import logging
 import signal
 import sys
 from pathlib import Path
+from typing import Any
 
 from reelgen import __version__
-from reelgen.errors import CatalogError, ConfigError
-from reelgen.settings import load_settings
+from reelgen.errors import CatalogError, ConfigError, JobNotFound, JobStateError
+from reelgen.settings import Settings, load_settings
 
 EXIT_USAGE = 2
+
+
+def _settings(args: argparse.Namespace, **overrides: Any) -> Settings:
+    from jobs.runner import apply_s3_settings
+
+    settings = load_settings(**overrides)
+    apply_s3_settings(settings)
+    return settings
+
+
+def _ledger(settings: Settings) -> Any:
+    import redis
+
+    from jobs.celery_app import app, configure
+    from jobs.ledger import Ledger
+
+    if settings.redis_url is None:
+        raise ConfigError(
+            "this command needs the shared Redis: set REELGEN_REDIS_URL (only `reelgen run` embeds its own)"
+        )
+    configure(app, settings)
+    return Ledger(redis.Redis.from_url(settings.redis_url.get_secret_value()))
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from jobs.runner import run_catalog
 
-    settings = load_settings(
-        out=args.out, aspects=args.aspects, workers=args.workers, state_dir=args.state_dir
+    settings = _settings(
+        args, out=args.out, aspects=args.aspects, workers=args.workers, state_dir=args.state_dir
     )
     return run_catalog(settings, Path(args.catalog)).exit_code
+
+
+def _cmd_backfill(args: argparse.Namespace) -> int:
+    from jobs.ledger import JobKind, Reprocess
+    from jobs.submit import plan_catalog, submit_catalog_job
+
+    settings = _settings(args, out=args.out, aspects=args.aspects)
+    reprocess = Reprocess(args.reprocess)
+    if args.dry_run:
+        counts = plan_catalog(settings, args.catalog, reprocess)
+        print(
+            f"dry run: {counts['process']} to process, {counts['skip']} already done, {counts['bad']} bad lines "
+            f"({counts['manifest_reads']} manifests read)"
+        )
+        return 0
+    job = submit_catalog_job(
+        _ledger(settings),
+        settings,
+        JobKind.BACKFILL,
+        args.catalog,
+        priority=args.priority,
+        reprocess=reprocess,
+        max_in_flight=args.max_in_flight,
+    )
+    print(job.id)
+    return 0
+
+
+def _cmd_nightly(args: argparse.Namespace) -> int:
+    from jobs.schedule import create_nightly, logical_date
+
+    settings = _settings(args, out=args.out)
+    job, created = create_nightly(
+        _ledger(settings), settings, args.date or logical_date(settings), args.catalog
+    )
+    print(job.id if created else f"{job.id} (already registered for this date)")
+    return 0
+
+
+def _cmd_retry(args: argparse.Namespace) -> int:
+    from jobs.submit import retry_candidates, submit_retry
+
+    settings = _settings(args)
+    ledger = _ledger(settings)
+    ledger.job(args.job)
+    if args.dry_run:
+        counts = retry_candidates(ledger, args.job, args.error, args.include_dead)
+        print(f"dry run: would retry {sum(counts.values())} item(s) of job {args.job}")
+        for error, count in counts.most_common():
+            print(f"  {error} x{count}")
+        return 0
+    job = submit_retry(
+        ledger, settings, args.job, error=args.error, include_dead=args.include_dead, priority=args.priority
+    )
+    print(job.id)
+    return 0
+
+
+def _cmd_job(args: argparse.Namespace) -> int:
+    from jobs.ledger import JobAction
+
+    ledger = _ledger(_settings(args))
+    if args.action == "limit":
+        if args.value is None or args.value < 1:
+            raise ConfigError("job limit needs a positive number of items in flight")
+        ledger.set_max_in_flight(args.job, args.value)
+        print(f"{args.job}: at most {args.value} items in flight")
+        return 0
+    state = ledger.control(args.job, JobAction(args.action))
+    print(f"{args.job}: {state.value}")
+    return 0
+
+
+def _cmd_status(args: argparse.Namespace) -> int:
+    from jobs.status import job_status, render
+
+    ledger = _ledger(_settings(args))
+    jobs = [ledger.job(args.job)] if args.job else ledger.jobs(args.limit)
+    statuses = [job_status(ledger, job) for job in jobs]
+    if args.json:
+        data: Any = statuses[0].to_json() if args.job else [s.to_json() for s in statuses]
+        print(json.dumps(data, indent=1))
+    else:
+        print("\n".join(render(s) for s in statuses) if statuses else "no jobs")
+    return 0
+
+
+def _cmd_dispatcher(args: argparse.Namespace) -> int:
+    from jobs.celery_app import app
+    from jobs.dispatcher import Dispatcher
+
+    settings = _settings(args)
+    dispatcher = Dispatcher(_ledger(settings), app, settings)
+    if args.once:
+        dispatcher.tick()
+        dispatcher.close()
+        return 0
+    logging.getLogger(__name__).info("dispatcher %s serving", dispatcher.owner)
+    dispatcher.serve()
+    return 0
+
+
+def _cmd_worker(args: argparse.Namespace) -> int:
+    from jobs.celery_app import app
+    from jobs.heartbeat import Heartbeat
+
+    settings = _settings(args, workers=args.concurrency)
+    _ledger(settings)  # checks the Redis setting and configures the app
+    Heartbeat.file = Path(args.heartbeat_file) if args.heartbeat_file else settings.worker_heartbeat_file
+    Heartbeat.interval = args.heartbeat_s or settings.worker_heartbeat_s
+    app.steps["worker"].add(Heartbeat)
+    argv = [
+        "worker", "--pool", "prefork", "--concurrency", str(settings.worker_count),
+        "--queues", args.queues or settings.worker_queues, "--loglevel", args.loglevel,
+        "--without-gossip", "--without-mingle", "--events",
+    ]  # fmt: skip
+    if args.hostname:
+        argv += ["--hostname", args.hostname]
+    return _celery_main(app, argv)
+
+
+def _cmd_beat(args: argparse.Namespace) -> int:
+    from jobs.celery_app import app
+
+    settings = _settings(args)
+    _ledger(settings)
+    if not app.conf.beat_schedule:
+        raise ConfigError("nothing to schedule: set REELGEN_NIGHTLY_CATALOG (and REELGEN_NIGHTLY_CRON)")
+    schedule = Path(args.schedule_file) if args.schedule_file else settings.state_dir / "celerybeat-schedule"
+    schedule.parent.mkdir(parents=True, exist_ok=True)
+    return _celery_main(app, ["beat", "--schedule", str(schedule), "--loglevel", args.loglevel])
+
+
+def _celery_main(app: Any, argv: list[str]) -> int:
+    try:
+        app.start(argv)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    return 0
+
+
+def _cmd_flower(args: argparse.Namespace) -> int:
+    try:
+        module = importlib.import_module("monitoring.flower")
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("monitoring.flower", "monitoring"):
+            raise
+        print("reelgen: flower: monitoring.flower is not installed in this build", file=sys.stderr)
+        return EXIT_USAGE
+    run_flower = getattr(module, "run_flower", None)
+    if run_flower is None:
+        print("reelgen: flower: monitoring.flower has no run_flower(settings, extra_args)", file=sys.stderr)
+        return EXIT_USAGE
+    code: int = run_flower(_settings(args), list(args.extra))
+    return code
+
+
+def _cmd_gpu_daemon(args: argparse.Namespace) -> int:
+    from gpu_service.daemon import main as daemon_main
+
+    return daemon_main(list(args.extra))
 
 
 def _cmd_sample_catalog(args: argparse.Namespace) -> int:
@@ -40,11 +230,19 @@ def _cmd_sample_catalog(args: argparse.Namespace) -> int:
 
 
 def _cmd_config(args: argparse.Namespace) -> int:
+    from jobs.celery_app import check_timeouts
+
     settings = load_settings()
+    check_timeouts(settings)
     shown = settings.masked()
     shown["config_hash"] = settings.output_config().config_hash
     print(json.dumps(shown, indent=2, default=str))
     return 0
+
+
+def _output_flags(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--out", help="output folder or s3://bucket/prefix (default: ./out)")
+    command.add_argument("--aspects", help="comma-separated aspect ratios, e.g. 1:1,9:16")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -55,11 +253,83 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = commands.add_parser("run", help="process a catalog end to end on this machine")
     run.add_argument("catalog", help="catalog file (JSONL or CSV)")
-    run.add_argument("--out", help="output folder or s3://bucket/prefix (default: ./out)")
-    run.add_argument("--aspects", help="comma-separated aspect ratios, e.g. 1:1,9:16")
+    _output_flags(run)
     run.add_argument("--workers", type=int, help="Celery worker processes (default: one per CPU)")
     run.add_argument("--state-dir", help="folder for the embedded Redis, cache and logs (default: .reelgen)")
     run.set_defaults(func=_cmd_run)
+
+    reprocess = ("missing", "failed", "all")
+    backfill = commands.add_parser(
+        "backfill", help="register a catalog job and return (a dispatcher feeds it)"
+    )
+    backfill.add_argument("catalog", help="catalog: a path, s3://bucket/key or https:// URL (JSONL or CSV)")
+    _output_flags(backfill)
+    backfill.add_argument("--priority", type=int, help="priority class (0 first); default from the job kind")
+    backfill.add_argument(
+        "--max-in-flight", type=int, help="items in flight for this job (change: job limit)"
+    )
+    backfill.add_argument(
+        "--reprocess", choices=reprocess, default="missing",
+        help="missing: items without done outputs (default); failed: only items that failed before; all",
+    )  # fmt: skip
+    backfill.add_argument(
+        "--dry-run", action="store_true", help="count what would be processed; register nothing"
+    )
+    backfill.set_defaults(func=_cmd_backfill)
+
+    nightly = commands.add_parser(
+        "nightly", help="register the nightly job of a logical date now (idempotent)"
+    )
+    nightly.add_argument("--date", help="logical date YYYY-MM-DD (default: that of the schedule's last fire)")
+    nightly.add_argument("--catalog", help="default: REELGEN_NIGHTLY_CATALOG")
+    nightly.add_argument("--out", help="output folder or s3://bucket/prefix")
+    nightly.set_defaults(func=_cmd_nightly)
+
+    retry = commands.add_parser("retry", help="re-enqueue a job's failed items as a retry job")
+    retry.add_argument("--job", required=True)
+    retry.add_argument("--error", help="only failures of this error class (e.g. SourceUnreachable)")
+    retry.add_argument("--include-dead", action="store_true", help="also dead-lettered items")
+    retry.add_argument("--priority", type=int)
+    retry.add_argument("--dry-run", action="store_true", help="count what would be retried; enqueue nothing")
+    retry.set_defaults(func=_cmd_retry)
+
+    job = commands.add_parser("job", help="control a job: cancel, pause, resume, drain, limit")
+    job.add_argument("action", choices=("cancel", "pause", "resume", "drain", "limit"))
+    job.add_argument("job")
+    job.add_argument("value", nargs="?", type=int, help="for limit: items in flight")
+    job.set_defaults(func=_cmd_job)
+
+    status = commands.add_parser("status", help="counts, rate, ETA, in flight and top errors per job")
+    status.add_argument("job", nargs="?")
+    status.add_argument("--json", action="store_true")
+    status.add_argument("--limit", type=int, default=20, help="jobs listed without JOB (newest first)")
+    status.set_defaults(func=_cmd_status)
+
+    dispatcher = commands.add_parser("dispatcher", help="service: feed every running job, reap leases")
+    dispatcher.add_argument("--once", action="store_true", help="one pass, then exit")
+    dispatcher.set_defaults(func=_cmd_dispatcher)
+
+    worker = commands.add_parser("worker", help="service: a Celery worker for this node")
+    worker.add_argument("--queues", help="comma-separated queues (default: REELGEN_WORKER_QUEUES)")
+    worker.add_argument("--concurrency", type=int, help="worker processes (default: REELGEN_WORKERS or CPUs)")
+    worker.add_argument("--heartbeat-file", help="liveness file (default: REELGEN_WORKER_HEARTBEAT_FILE)")
+    worker.add_argument("--heartbeat-s", type=float, help="seconds between heartbeats")
+    worker.add_argument("--hostname", help="Celery node name, e.g. reelgen@%%h")
+    worker.add_argument("--loglevel", default="INFO")
+    worker.set_defaults(func=_cmd_worker)
+
+    beat = commands.add_parser("beat", help="service: Celery beat with the nightly schedule (UTC cron)")
+    beat.add_argument("--schedule-file", help="beat's state file (default: STATE_DIR/celerybeat-schedule)")
+    beat.add_argument("--loglevel", default="INFO")
+    beat.set_defaults(func=_cmd_beat)
+
+    flower = commands.add_parser("flower", help="service: the Flower dashboard (extra args go to Flower)")
+    flower.add_argument("extra", nargs=argparse.REMAINDER)
+    flower.set_defaults(func=_cmd_flower)
+
+    gpu = commands.add_parser("gpu-daemon", help="service: the inference daemon (args go to the daemon)")
+    gpu.add_argument("extra", nargs=argparse.REMAINDER)
+    gpu.set_defaults(func=_cmd_gpu_daemon)
 
     sample = commands.add_parser("sample-catalog", help="write synthetic product videos and a catalog")
     sample.add_argument("dir")
@@ -91,7 +361,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         code: int = args.func(args)
-    except (ConfigError, CatalogError) as exc:
+    except (ConfigError, CatalogError, JobNotFound, JobStateError) as exc:
         print(f"reelgen: {type(exc).__name__}: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:

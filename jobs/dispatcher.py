@@ -1,24 +1,30 @@
-"""The dispatcher: streams a job's catalog into the broker with a bounded number of items in flight.
+"""The dispatcher: feeds every running job's items into the broker, oldest and most urgent first.
 
-It never loads the catalog whole. Items whose manifest already exists for the job's config hash and source
-version are counted as skipped; bad lines and bad or repeated item ids fail their own item in the ledger.
+ONE implementation serves `reelgen run` (in process, for its own job) and `reelgen dispatcher` (a service, for
+every job). Each tick it takes the active jobs in order (priority class, then submission time), and gives each
+as many new items as its own in-flight limit (changeable on a live job) and the global one allow, so older and
+higher-class jobs fill first and Redis holds a bounded number of items whatever the catalog sizes. It also runs
+the lease reaper, moves settled results into each job's results index, and ends jobs that are done.
+A job is fed by one dispatcher at a time (a lock in Redis that expires if its holder dies).
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import time
-from collections.abc import Callable, Iterable
-from pathlib import Path
+import uuid
+from collections.abc import Callable
 
 from celery import Celery
 
-from jobs.catalog import BadLine, CatalogEntry, line_key, read_catalog
-from jobs.celery_app import PRIORITY_PREPARE
-from jobs.ledger import JobRecord, Ledger
-from reelgen.errors import DuplicateItemId
-from storage.manifest import is_done
-from storage.store import ObjectStore
+from jobs.feed import JobFeed
+from jobs.ledger import JobState, Ledger
+from jobs.reaper import Reaper
+from reelgen.errors import JobNotFound
+from reelgen.settings import Settings
+from storage.store import ObjectStore, open_store
 
 log = logging.getLogger(__name__)
 
@@ -28,54 +34,107 @@ class Dispatcher:
         self,
         ledger: Ledger,
         celery: Celery,
-        store: ObjectStore,
-        job: JobRecord,
+        settings: Settings,
         *,
-        max_in_flight: int,
-        poll_s: float = 0.05,
+        only: str | None = None,
+        store_factory: Callable[[str], ObjectStore] = open_store,
     ) -> None:
         self.ledger = ledger
         self.celery = celery
-        self.store = store
-        self.job = job
-        self.max_in_flight = max_in_flight
-        self.poll_s = poll_s
-        self._seen: set[str] = set()
+        self.settings = settings
+        self.only = only
+        self.store_factory = store_factory
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        self.feeds: dict[str, JobFeed] = {}
+        self.reaper = Reaper(ledger, celery, settings)
+        self._last_flush: dict[str, float] = {}
+        self._last_reap = 0.0
 
-    def run(self, catalog: Path, on_tick: Callable[[], None] = lambda: None) -> None:
-        self.feed(read_catalog(catalog), on_tick)
+    def tick(self) -> int:
+        """One pass over the active jobs; returns the number of items admitted."""
+        ids = self.ledger.active_jobs()
+        if self.only is not None:
+            ids = [job_id for job_id in ids if job_id == self.only]
+        with self.ledger.redis.pipeline(transaction=False) as pipe:
+            for job_id in ids:
+                pipe.hlen(f"{self.ledger.job_key(job_id)}:inflight")
+            total_in_flight = sum(int(n) for n in pipe.execute())
+        admitted = 0
+        now = time.monotonic()
+        reap_due = now - self._last_reap >= self.settings.reaper_interval_s
+        for job_id in ids:
+            if not self.ledger.acquire_lock(job_id, self.owner, self.settings.dispatch_lock_s):
+                continue  # another dispatcher feeds it
+            feed = self.feeds.get(job_id) or self._open(job_id)
+            if feed is None:
+                continue
+            job = self.ledger.job(job_id)
+            feed.job.max_in_flight = job.max_in_flight
+            if job.state is JobState.RUNNING and not feed.exhausted:
+                capacity = min(
+                    job.max_in_flight - job.in_flight, self.settings.max_in_flight_total - total_in_flight
+                )
+                if capacity > 0:
+                    count = feed.step(capacity)
+                    admitted += count
+                    total_in_flight += count
+            if reap_due:
+                self.reaper.reap(feed.job)
+            if now - self._last_flush.get(job_id, 0.0) >= self.settings.index_flush_s:
+                feed.index.flush()
+                self._last_flush[job_id] = now
+            final = self.ledger.finish_if_drained(job_id)
+            if final is not None:
+                self._close(job_id, final)
+        if reap_due:
+            self._last_reap = now
+        # jobs that left the active set otherwise (cancelled) get their last results indexed too
+        for job_id in [j for j in self.feeds if j not in ids]:
+            self._close(job_id, None)
+        return admitted
 
-    def feed(
-        self, records: Iterable[tuple[int, CatalogEntry | BadLine]], on_tick: Callable[[], None]
+    def _open(self, job_id: str) -> JobFeed | None:
+        try:
+            job = self.ledger.job(job_id)
+        except JobNotFound:
+            return None
+        try:
+            feed = JobFeed(self.ledger, self.celery, self.settings, job, self.store_factory(job.out))
+        except Exception as exc:
+            # a job whose catalog or store cannot be opened must not stop the others; it is retried next tick
+            log.error("job %s: cannot start feeding it: %s: %s", job_id, type(exc).__name__, exc)
+            return None
+        republished = feed.republish_pending()
+        if republished:
+            log.info("job %s: re-published %d pending item(s) on take-over", job_id, republished)
+        self.feeds[job_id] = feed
+        return feed
+
+    def _close(self, job_id: str, final: JobState | None) -> None:
+        feed = self.feeds.pop(job_id, None)
+        if feed is not None:
+            feed.finish()
+        self.ledger.release_lock(job_id, self.owner)
+        self._last_flush.pop(job_id, None)
+        if final is not None:
+            log.info("job %s %s", job_id, final.value)
+
+    def serve(
+        self, stop: Callable[[], bool] = lambda: False, on_tick: Callable[[], None] = lambda: None
     ) -> None:
-        job_id = self.job.id
-        for line_no, record in records:
-            if isinstance(record, BadLine):
-                self._fail_line(record)
-                continue
-            if record.item_id in self._seen:
-                error = DuplicateItemId(
-                    f"line {line_no}: item id {record.item_id!r} appears again in the catalog"
-                )
-                self._fail_line(BadLine(line_no, line_key(line_no), error))
-                continue
-            self._seen.add(record.item_id)
-            if is_done(self.store, record.item_id, self.job.config_hash, record.version):
-                self.ledger.count_skipped(job_id)
-                continue
-            while self.ledger.in_flight(job_id) >= self.max_in_flight:
+        """Tick until stop() says so; sleeps only when a tick found nothing to do."""
+        try:
+            while not stop():
+                busy = self.tick()
                 on_tick()
-                time.sleep(self.poll_s)
-            if self.ledger.admit(job_id, record.item_id, record.as_dict()):
-                self.celery.send_task(
-                    "reelgen.prepare", args=(job_id, record.as_dict()), priority=PRIORITY_PREPARE
-                )
-            on_tick()
-        self.ledger.mark_exhausted(job_id)
+                if not busy:
+                    time.sleep(self.settings.dispatch_poll_s)
+        finally:
+            self.close()
 
-    def _fail_line(self, bad: BadLine) -> None:
-        # a bad line that still names a fresh, valid id is recorded under that id; otherwise under its line
-        key = bad.key if bad.key not in self._seen else line_key(bad.line_no)
-        self._seen.add(key)
-        log.info("catalog %s: %s", key, bad.error)
-        self.ledger.fail(self.job.id, key, type(bad.error).__name__, str(bad.error), admitted=False)
+    def close(self) -> None:
+        for job_id in list(self.feeds):
+            feed = self.feeds.pop(job_id)
+            feed.index.flush()
+            feed.close()
+            self.ledger.release_lock(job_id, self.owner)

@@ -17,10 +17,13 @@ from typing import TextIO
 import redis
 from pydantic import SecretStr
 
+from gpu_service.config import DaemonSettings
+from gpu_service.supervisor import DaemonProcess
 from jobs.celery_app import app, configure
 from jobs.dispatcher import Dispatcher
 from jobs.ledger import JobKind, JobRecord, Ledger
 from jobs.redis_server import EmbeddedRedis
+from jobs.submit import submit_catalog_job
 from jobs.worker_pool import WorkerPool
 from monitoring.progress import ProgressBar
 from reelgen.errors import CatalogError
@@ -32,10 +35,13 @@ log = logging.getLogger(__name__)
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
-def count_lines(catalog: Path) -> int:
-    with open(catalog, "rb") as handle:
-        lines = sum(1 for line in handle if line.strip())
-    return lines - 1 if catalog.suffix.lower() == ".csv" else lines
+def local_daemon_settings(settings: Settings) -> DaemonSettings:
+    """The daemon `reelgen run` starts: its socket in the state folder; on the CPU one compute thread unless
+    configured, since the workers' decoders and encoders already fill the cores."""
+    threads = settings.daemon.torch_threads or 1
+    return settings.daemon.model_copy(
+        update={"socket_path": settings.daemon_socket.resolve(), "torch_threads": threads}
+    )
 
 
 def worker_env(settings: Settings, redis_url: str) -> dict[str, str]:
@@ -46,6 +52,7 @@ def worker_env(settings: Settings, redis_url: str) -> dict[str, str]:
         REELGEN_CPUS=str(settings.cpus),
         REELGEN_WORKERS=str(settings.worker_count),
         REELGEN_CODEC_THREADS=str(settings.threads_per_worker),
+        REELGEN_DAEMON__SOCKET_PATH=str(settings.daemon_socket.resolve()),
     )
     return env
 
@@ -69,9 +76,11 @@ class RunOutcome:
 
 
 def run_catalog(settings: Settings, catalog: Path, *, stream: TextIO = sys.stdout) -> RunOutcome:
+    """Register a job, feed it with the one dispatcher (in process), run local workers, wait, summarise."""
     if not catalog.is_file():
         raise CatalogError(f"catalog {catalog} does not exist or is not a file")
     started = time.monotonic()
+    apply_s3_settings(settings)
     config = settings.output_config()
     store = open_store(config.out)
     with ExitStack() as stack:
@@ -83,14 +92,13 @@ def run_catalog(settings: Settings, catalog: Path, *, stream: TextIO = sys.stdou
             redis_url = settings.redis_url.get_secret_value()
         configure(app, settings)
         ledger = Ledger(redis.Redis.from_url(redis_url))
-        job = ledger.create_job(
-            kind=JobKind.RUN,
-            catalog=str(catalog.resolve()),
-            out=store.root,
-            config_hash=config.config_hash,
-            config=config.model_dump(mode="json"),
-        )
+        job = submit_catalog_job(ledger, settings, JobKind.RUN, str(catalog.resolve()))
         print(f"job {job.id}: {catalog} -> {store.root} ({', '.join(config.aspects)})", file=stream)
+        daemon = stack.enter_context(
+            DaemonProcess(
+                local_daemon_settings(settings), settings.state_dir / "logs" / f"daemon-{job.id}.log"
+            )
+        )
         pool = stack.enter_context(
             WorkerPool(
                 concurrency=settings.worker_count,
@@ -99,23 +107,34 @@ def run_catalog(settings: Settings, catalog: Path, *, stream: TextIO = sys.stdou
             )
         )
         bar = ProgressBar()
-        total = count_lines(catalog)
+        dispatcher = Dispatcher(ledger, app, settings, only=job.id)
+        current = job
 
         def tick() -> None:
+            nonlocal current
+            daemon.ensure_running()
             pool.ensure_running()
             current = ledger.job(job.id)
             bar.update(
                 done=current.done, failed=current.failed, skipped=current.skipped,
-                total=total, in_flight=current.in_flight,
+                total=current.total, in_flight=current.in_flight,
             )  # fmt: skip
 
-        Dispatcher(ledger, app, store, job, max_in_flight=settings.max_in_flight).run(catalog, tick)
-        while not ledger.complete_if_drained(job.id):
-            tick()
-            time.sleep(0.25)
-        tick()
+        dispatcher.serve(stop=lambda: current.state.finished, on_tick=tick)
         bar.close()
         final = ledger.job(job.id)
         summarise(ledger, final, store.root, time.monotonic() - started, stream)
         stages = ledger.stage_totals(job.id)
     return RunOutcome(EXIT_OK if final.failed == 0 else EXIT_FAILED, final, stages)
+
+
+def apply_s3_settings(settings: Settings) -> None:
+    """Hand the configured S3 endpoint and region to boto3's standard chain, for this process and its workers.
+
+    storage/ builds its clients from that chain (AWS_ENDPOINT_URL_S3 is boto3's service-specific endpoint
+    variable), so every store and fetcher, in the run and in the workers it starts, reaches the same S3.
+    """
+    if settings.s3_endpoint_url:
+        os.environ["AWS_ENDPOINT_URL_S3"] = settings.s3_endpoint_url
+    if settings.s3_region:
+        os.environ["AWS_DEFAULT_REGION"] = settings.s3_region

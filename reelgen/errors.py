@@ -104,3 +104,22 @@ class JobNotFound(ReelgenError):
 
 class InternalError(ReelgenError):
     """An unexpected exception inside reelgen; the message carries its type and text."""
+
+
+# --- catalog operations (#7)
+
+
+class JobStateError(ReelgenError):
+    """A job control action does not apply to the job's current state (e.g. resuming a completed job)."""
+
+
+class WorkerLost(ReelgenError):
+    """An item's task killed its worker process on every delivery; the item is dead-lettered, not looped."""
+
+
+class LeaseExpired(ReelgenError):
+    """An item's lease expired too many times (lost messages or hung workers); the item is dead-lettered."""
+
+
+class ItemGone(ReelgenError):
+    """An item with outputs no longer appears in the catalog; reported, its outputs are never deleted."""

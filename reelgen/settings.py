@@ -15,6 +15,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from gpu_service.config import DaemonSettings
 from reelgen import PIPELINE_VERSION
 from reelgen.errors import ConfigError
 
@@ -57,7 +58,9 @@ class OutputConfig(BaseModel):
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="REELGEN_", extra="ignore", validate_default=True)
+    model_config = SettingsConfigDict(
+        env_prefix="REELGEN_", env_nested_delimiter="__", extra="ignore", validate_default=True
+    )
 
     # --- where things live
     redis_url: SecretStr | None = Field(
@@ -78,6 +81,10 @@ class Settings(BaseSettings):
     audio_bitrate: int = Field(default=128_000, ge=32_000, le=512_000)
     max_output_side: int | None = Field(default=None, ge=64)
 
+    # --- analysis
+    segment_s: float = Field(default=10.0, gt=0, description="seconds of video one sampling task covers")
+    daemon: DaemonSettings = Field(default_factory=DaemonSettings)
+
     # --- CPU budget
     cpus: int = Field(default_factory=lambda: len(os.sched_getaffinity(0)), ge=1)
     workers: int | None = Field(default=None, ge=1, description="Celery worker processes; default: cpus")
@@ -94,6 +101,33 @@ class Settings(BaseSettings):
     max_in_flight: int = Field(default=64, ge=1)
     task_time_limit_s: int = Field(default=1800, ge=10)
     task_retries: int = Field(default=3, ge=0)
+
+    # --- catalog operations (#7)
+    lease_s: int = Field(
+        default=3600, ge=10, description="an in-flight item's lease; the reaper re-dispatches it once expired"
+    )
+    crash_limit: int = Field(default=3, ge=1, description="deliveries that kill a worker before dead-letter")
+    max_dispatches: int = Field(default=5, ge=1, description="lease expiries before an item is dead-lettered")
+    max_in_flight_total: int = Field(default=512, ge=1, description="items in flight over all jobs")
+    priority_classes: dict[str, int] = Field(
+        default_factory=lambda: {"nightly": 0, "retry": 0, "run": 1, "backfill": 2},
+        description="job kind -> class (0 is served first); --priority overrides per job",
+    )
+    dispatch_page: int = Field(default=1000, ge=1, description="catalog lines a dispatcher reads per step")
+    dispatch_poll_s: float = Field(default=0.5, gt=0)
+    dispatch_lock_s: float = Field(default=30.0, gt=0, description="a dead dispatcher's jobs wait this long")
+    reaper_interval_s: float = Field(default=10.0, gt=0)
+    index_flush_s: float = Field(default=5.0, gt=0, description="how often results go to the results index")
+    visibility_timeout_s: int | None = Field(
+        default=None, ge=60, description="broker redelivery timeout; default task_time_limit_s + 600"
+    )
+    nightly_catalog: str | None = None
+    nightly_cron: str = Field(default="0 2 * * *", description="UTC cron: minute hour day month weekday")
+    s3_endpoint_url: str | None = None
+    s3_region: str | None = None
+    worker_queues: str = "reelgen"
+    worker_heartbeat_file: Path | None = None
+    worker_heartbeat_s: float = Field(default=10.0, gt=0)
 
     @field_validator("aspects", mode="before")
     @classmethod
@@ -138,6 +172,12 @@ class Settings(BaseSettings):
     @property
     def threads_per_worker(self) -> int:
         return self.codec_threads or max(1, self.cpus // self.worker_count)
+
+    @property
+    def daemon_socket(self) -> Path:
+        """The daemon's socket: as configured, or inside the state folder when left at its default."""
+        configured = self.daemon.socket_path
+        return configured if configured.is_absolute() else self.state_dir / configured.name
 
     @property
     def resolved_cache_dir(self) -> Path:

@@ -1,8 +1,13 @@
 from __future__ import annotations
 
+import json
+import time
+
+import pytest
 import redis
 
-from jobs.ledger import ItemState, JobKind, JobState, Ledger
+from jobs.ledger import ItemState, JobAction, JobKind, JobState, Ledger
+from reelgen.errors import JobNotFound, JobStateError
 
 
 def _job(ledger: Ledger) -> str:
@@ -52,3 +57,103 @@ def test_job_completes_only_when_exhausted_and_drained(redis_client: redis.Redis
     assert ledger.complete_if_drained(job)
     assert ledger.job(job).state is JobState.COMPLETED
     assert not ledger.complete_if_drained(job)
+
+
+def test_stale_tokens_and_the_reaper(redis_client: redis.Redis) -> None:
+    ledger = Ledger(redis_client)
+    job = _job(ledger)
+    assert ledger.admit(job, "a", {"item_id": "a", "version": "1"}, lease_s=10)
+    assert ledger.expired(job, now=time.time()) == []
+    later = time.time() + 11
+    assert ledger.expired(job, now=later) == ["a"]
+    token, entry = ledger.reap(job, "a", later, lease_s=10, max_dispatches=2)
+    assert token == 2 and json.loads(entry)["item_id"] == "a"
+    assert ledger.start(job, "a", lease_s=10, token=1) == 0  # the lost message, should it come back
+    assert ledger.start(job, "a", lease_s=10, token=2) == 1
+    # a second expiry reaches max_dispatches: dead-lettered, counted once as failed
+    much_later = later + 100
+    assert ledger.reap(job, "a", much_later, lease_s=10, max_dispatches=2) == (-1, "")
+    assert ledger.item_state(job, "a") is ItemState.DEAD
+    record = ledger.job(job)
+    assert (record.failed, record.dead, record.redispatched, record.in_flight) == (1, 1, 1, 0)
+    assert ledger.error_counts(job) == {"LeaseExpired": 1}
+
+
+def test_a_task_that_kills_its_worker_is_dead_lettered(redis_client: redis.Redis) -> None:
+    ledger = Ledger(redis_client)
+    job = _job(ledger)
+    ledger.admit(job, "a", {"item_id": "a"})
+    # two different tasks of one item may run at once (segments): not crashes
+    assert ledger.begin_task(job, "a", "t1", 60, crash_limit=2) == 1
+    assert ledger.begin_task(job, "a", "t2", 60, crash_limit=2) == 2
+    ledger.end_task(job, "a", "t2")
+    # t1 never ended: its worker died; the broker redelivers it
+    assert ledger.begin_task(job, "a", "t1", 60, crash_limit=2) == 3
+    assert ledger.begin_task(job, "a", "t1", 60, crash_limit=2) == -1
+    assert ledger.item_state(job, "a") is ItemState.DEAD
+    failure = ledger.failures(job)[0]
+    assert failure.error == "WorkerLost" and failure.dead
+    assert ledger.begin_task(job, "a", "t1", 60, crash_limit=2) == 0  # gone: nothing more happens
+
+
+def test_job_control_transitions(redis_client: redis.Redis) -> None:
+    ledger = Ledger(redis_client)
+    job = _job(ledger)
+    assert ledger.control(job, JobAction.PAUSE) is JobState.PAUSED
+    assert ledger.admit_status(job, "a", {}, lease_s=60, cursor=1) == -1  # a paused job takes no items
+    assert ledger.job(job).cursor == 0
+    assert ledger.control(job, JobAction.RESUME) is JobState.RUNNING
+    assert ledger.admit(job, "a", {}, cursor=1)
+    assert ledger.control(job, JobAction.DRAIN) is JobState.DRAINING
+    assert ledger.finish_if_drained(job) is None  # "a" still in flight
+    ledger.finish(job, "a")
+    assert ledger.finish_if_drained(job) is JobState.DRAINED
+    assert job not in ledger.active_jobs()
+    with pytest.raises(JobStateError):
+        ledger.control(job, JobAction.RESUME)
+    other = _job(ledger)
+    ledger.admit(other, "b", {})
+    assert ledger.control(other, JobAction.CANCEL) is JobState.CANCELLED
+    assert ledger.in_flight(other) == 0 and not ledger.finish(other, "b")
+    with pytest.raises(JobNotFound):
+        ledger.control("nope", JobAction.PAUSE)
+
+
+def test_active_jobs_order_by_class_then_submission(redis_client: redis.Redis) -> None:
+    ledger = Ledger(redis_client)
+    first = ledger.create_job(kind=JobKind.BACKFILL, catalog="c", out="o", config_hash="h", config={}, priority=2)
+    second = ledger.create_job(kind=JobKind.BACKFILL, catalog="c", out="o", config_hash="h", config={}, priority=2)
+    urgent = ledger.create_job(kind=JobKind.NIGHTLY, catalog="c", out="o", config_hash="h", config={}, priority=0)
+    assert ledger.active_jobs() == [urgent.id, first.id, second.id]
+
+
+def test_retry_claims_are_exclusive(redis_client: redis.Redis) -> None:
+    ledger = Ledger(redis_client)
+    parent = _job(ledger)
+    ledger.admit(parent, "a", {"item_id": "a"})
+    ledger.fail(parent, "a", "SourceUnreachable", "503")
+    one, two = _job(ledger), _job(ledger)
+    assert ledger.claim_for_retry(parent, one, "a", {"item_id": "a"}, 60) == 1
+    assert ledger.claim_for_retry(parent, two, "a", {"item_id": "a"}, 60) == 0
+    assert ledger.claim_for_retry(parent, one, "a", {"item_id": "a"}, 60) == 0
+    ledger.finish(one, "a")
+    ledger.mark_exhausted(one)
+    assert ledger.finish_if_drained(one) is JobState.COMPLETED
+    # once the first retry has ended, a later retry may take the item again
+    assert ledger.claim_for_retry(parent, two, "a", {"item_id": "a"}, 60) == 1
+
+
+def test_settled_items_reach_the_results_stream_and_logical_dates_are_claimed_once(
+    redis_client: redis.Redis,
+) -> None:
+    ledger = Ledger(redis_client)
+    job = _job(ledger)
+    ledger.admit(job, "a", {"item_id": "a", "version": "7"})
+    ledger.finish(job, "a")
+    ledger.fail(job, "line:3", "BadCatalogLine", "invalid JSON", admitted=False)
+    results = ledger.read_results(job)
+    assert [(f["i"], f["s"], f["v"]) for _, f in results] == [("a", "done", "7"), ("line:3", "failed", "")]
+    ledger.trim_results(job, [i for i, _ in results])
+    assert ledger.read_results(job) == []
+    assert ledger.claim_logical_date("nightly", "2026-11-21", "j1") is None
+    assert ledger.claim_logical_date("nightly", "2026-11-21", "j2") == "j1"

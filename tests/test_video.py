@@ -113,3 +113,29 @@ def test_render_cuts_the_window_and_lands_crops_on_the_planned_pixels(tmp_path: 
             decoded = [f.to_ndarray(format="rgb24") for f in clip.decode(video=0)]
         if spec.width >= 176:  # the code strip is 160 px wide: readable when the crop keeps it whole
             assert [read_code(f) for f in decoded] == list(range(25, 75))
+
+
+@pytest.mark.parametrize("keyint", [None, 25])
+def test_fast_sampling_lands_within_one_period(tmp_path: Path, keyint: int | None) -> None:
+    path = tmp_path / "v.mp4"
+    make_code_video(path, seconds=6.0, fps=25, keyint=keyint, audio=False)
+    targets = [k / 2 for k in range(12)]
+    with VideoSource(path) as source:
+        exact = source.sample(targets)
+        fast = source.sample_fast(targets, period=0.5)
+        small = source.sample_fast(targets, period=0.5, width=320)
+    assert len(fast) == len(targets)
+    for frame, target in zip(fast, targets, strict=True):
+        assert abs(frame.t - target) <= 0.5 + 1e-6
+        assert read_code(frame.rgb) == round(frame.t * 25)  # the frame's time is the frame's own
+    if keyint == 25:
+        assert {round(f.t * 25) % 25 for f in fast} == {0}  # keyframes only
+    assert [round(f.t * 25) for f in exact] == [int(t * 25) for t in targets]  # the frame on screen
+    assert small[0].rgb.shape == (180, 320, 3)
+
+
+def test_keyframe_times_come_from_packets(tmp_path: Path) -> None:
+    path = tmp_path / "v.mp4"
+    make_code_video(path, seconds=3.0, fps=25, keyint=25, audio=False)
+    with VideoSource(path) as source:
+        assert source.keyframe_times() == pytest.approx([0.0, 1.0, 2.0])

@@ -26,7 +26,16 @@ from storage.manifest import clip_key, manifest_key, write_manifest
 from storage.store import ObjectStore
 from workers.framing import CropPath, CropRect, aspect_size, static_subject_path
 from workers.render import EncodeOptions, OutputSpec, render_window
-from workers.scoring import score_frames, shot_signature
+from gpu_service.scheduler import PriorityKey
+from workers.scoring import (
+    ANALYSIS_WIDTH,
+    Inference,
+    frame_value,
+    product_template,
+    score_frames,
+    shot_signature,
+)
+from workers.segments import Segment
 from workers.video import Frame, VideoInfo, VideoSource
 from workers.windows import Window, best_window, detect_cuts
 
@@ -91,31 +100,63 @@ def load_image(path: Path) -> np.ndarray:
     return cv2.cvtColor(image, cv2.COLOR_BGR2RGB)
 
 
+@dataclass(frozen=True)
+class SampleScore:
+    """One sampled frame's analysis: its scores and its shot signature (for cut detection)."""
+
+    t: float
+    match: float
+    quality: float
+    box: tuple[float, float, float, float] | None
+    signature: list[float]
+
+    @property
+    def value(self) -> float:
+        return frame_value(self.match, self.quality)
+
+
 def sample_times(info: VideoInfo, fps: float) -> list[float]:
     count = max(1, int(info.duration_s * fps))
     return [info.start_s + k / fps for k in range(count)]
 
 
-def analyse(
-    entry: CatalogEntry, info: VideoInfo, opener: SourceOpener, config: OutputConfig, threads: int
-) -> Analysis:
+def score_samples(
+    infer: Inference, frames: list[Frame], template: np.ndarray, key: PriorityKey, info: VideoInfo
+) -> list[SampleScore]:
+    """Score analysis-sized frames through the inference daemon and take their shot signatures."""
+    scores = score_frames(infer, [(f.t, f.rgb) for f in frames], template, key, (info.width, info.height))
+    return [
+        SampleScore(s.t, s.match, s.quality, s.box, [round(float(v), 5) for v in shot_signature(f.rgb)])
+        for s, f in zip(scores, frames, strict=True)
+    ]
+
+
+def sample_segment(
+    entry: CatalogEntry,
+    info: VideoInfo,
+    segment: Segment,
+    opener: SourceOpener,
+    infer: Inference,
+    key: PriorityKey,
+    config: OutputConfig,
+    threads: int,
+) -> list[SampleScore]:
+    """Seek to one segment, sample it at the configured rate with the cheapest correct decode, score it."""
     with opener.local_path(entry.image) as image_path:
-        main_image = load_image(image_path)
+        template = product_template(load_image(image_path))
     with opener.local_path(entry.video) as path, VideoSource(path, threads=threads) as source:
-        frames = source.sample(sample_times(info, config.sample_fps))
-    return analyse_frames(info, frames, main_image, config)
+        frames = source.sample_fast(segment.times, 1.0 / config.sample_fps, width=ANALYSIS_WIDTH)
+    return score_samples(infer, frames, template, key, info)
 
 
-def analyse_frames(
-    info: VideoInfo, frames: list[Frame], main_image: np.ndarray, config: OutputConfig
-) -> Analysis:
-    """Score sampled frames, choose the window and plan every aspect's crop path."""
-    scores = score_frames([(f.t, f.rgb) for f in frames], main_image)
-    times = [f.t - info.start_s for f in frames]
-    cuts = detect_cuts(times, [shot_signature(f.rgb) for f in frames])
+def choose(info: VideoInfo, samples: list[SampleScore], config: OutputConfig) -> Analysis:
+    """Merge every segment's samples, choose the window and plan every aspect's crop path."""
+    samples = sorted(samples, key=lambda s: s.t)
+    times = [s.t - info.start_s for s in samples]
+    cuts = detect_cuts(times, [np.asarray(s.signature, dtype=np.float32) for s in samples])
     window = best_window(
         times,
-        [s.value for s in scores],
+        [s.value for s in samples],
         cuts,
         duration_s=info.duration_s,
         window_s=config.window_s,
@@ -124,18 +165,16 @@ def analyse_frames(
     window = Window(
         window.start_s + info.start_s, window.end_s + info.start_s, round(window.score, 4), window.truncated
     )
-    in_window = [s for s in scores if window.start_s <= s.t < window.end_s]
+    in_window = [s for s in samples if window.start_s <= s.t < window.end_s]
     subject = [(s.t, *s.box) for s in in_window if s.box is not None and s.match >= SUBJECT_MATCH]
     crop_keys: dict[str, list[tuple[float, int, int, int, int]]] = {}
     for pair in config.aspect_pairs:
         size = aspect_size(pair, info.width, info.height, config.max_output_side)
         crops = static_subject_path(size, info.width, info.height, [b[1:] for b in subject], window.start_s)
-        crop_keys[size.label] = [
-            (t, r.x, r.y, r.w, r.h) for t, r in zip(crops.times, crops.rects, strict=True)
-        ]
+        crop_keys[size.label] = [(t, r.x, r.y, r.w, r.h) for t, r in zip(crops.times, crops.rects, strict=True)]
     return Analysis(
         window=window,
-        curve=[(round(s.t, 3), round(s.value, 4)) for s in scores],
+        curve=[(round(s.t, 3), round(s.value, 4)) for s in samples],
         cuts=[round(c + info.start_s, 3) for c in cuts],
         crop_keys=crop_keys,
         subject_boxes=[tuple(round(v, 1) for v in b) for b in subject],  # type: ignore[misc]

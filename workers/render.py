@@ -37,7 +37,10 @@ class EncodeOptions:
 
 @dataclass
 class OutputSpec:
-    """One clip to write: its aspect label, output size, and where the crop sits at each source time."""
+    """One clip to write: its aspect label, output size, and where the crop sits at each source time.
+
+    When padded, crop_at gives the region shown (any aspect); it is letterboxed over a blurred fill.
+    """
 
     aspect: str
     width: int
@@ -74,11 +77,58 @@ class Planes:
             cv2.resize(self.v, (width // 2, height // 2), interpolation=cv2.INTER_AREA),
         )
 
+    def letterbox(self, width: int, height: int) -> Planes:
+        """This picture scaled to fit inside width×height, centred over a blurred, scaled-to-fill copy of itself.
+
+        For a padded clip: the region shown keeps its own aspect (its text stays whole) and the bars are filled
+        with the same frame's colours instead of black. All in yuv420p planes: no colour conversion.
+        """
+        src_h, src_w = self.y.shape
+        scale = min(width / src_w, height / src_h)
+        fit_w = min(width, max(2, round(src_w * scale / 2) * 2))
+        fit_h = min(height, max(2, round(src_h * scale / 2) * 2))
+        # the fill: the central part of the region with the output's aspect, stretched over the output
+        if src_w * height > width * src_h:
+            cover_w, cover_h = max(2, round(src_h * width / height / 2) * 2), src_h
+        else:
+            cover_w, cover_h = src_w, max(2, round(src_w * height / width / 2) * 2)
+        cx, cy = (src_w - cover_w) // 4 * 2, (src_h - cover_h) // 4 * 2
+        cover = self.crop(CropRect(cx, cy, cover_w, cover_h))
+        x0, y0 = (width - fit_w) // 4 * 2, (height - fit_h) // 4 * 2
+        planes = []
+        for k, (full, part) in enumerate(
+            zip((self.y, self.u, self.v), (cover.y, cover.u, cover.v), strict=True)
+        ):
+            div = 1 if k == 0 else 2
+            out_w, out_h = width // div, height // div
+            background = _blurred(part, out_w, out_h)
+            if k == 0:
+                # dimmed, so the sharp picture reads as the subject and the fill as surround
+                background = (16 + (background.astype(np.float32) - 16) * BACKDROP_LUMA).astype(np.uint8)
+            picture = cv2.resize(full, (fit_w // div, fit_h // div), interpolation=cv2.INTER_AREA)
+            background[y0 // div : (y0 + fit_h) // div, x0 // div : (x0 + fit_w) // div] = picture
+            planes.append(background)
+        return Planes(planes[0], planes[1], planes[2])
+
     def to_frame(self) -> av.VideoFrame:
         stacked = np.concatenate([self.y.reshape(-1), self.u.reshape(-1), self.v.reshape(-1)]).reshape(
             self.y.shape[0] * 3 // 2, self.y.shape[1]
         )
         return av.VideoFrame.from_ndarray(stacked, format="yuv420p")
+
+
+# Blurring at 1/BLUR_SHRINK of the output size and scaling back is a wide, cheap blur: a handful of small
+# resizes per frame instead of a large Gaussian kernel over the whole output.
+BLUR_SHRINK = 16
+BACKDROP_LUMA = 0.6
+
+
+def _blurred(plane: np.ndarray, width: int, height: int) -> np.ndarray:
+    small = cv2.resize(
+        plane, (max(2, width // BLUR_SHRINK), max(2, height // BLUR_SHRINK)), interpolation=cv2.INTER_AREA
+    )
+    small = cv2.GaussianBlur(small, (0, 0), 1.5)
+    return cv2.resize(small, (width, height), interpolation=cv2.INTER_LINEAR)
 
 
 def _planes(frame: av.VideoFrame, rotation: int) -> Planes:
@@ -203,11 +253,16 @@ def render_window(
                 t = float(raw.time)
                 planes = _planes(raw, source.info.rotation)
                 for writer in writers:
-                    rect = writer.spec.crop_at(t)
-                    writer.spec.crops.append((t, rect))
-                    writer.write_video(
-                        planes.crop(rect).resize(writer.spec.width, writer.spec.height), t - start
+                    spec = writer.spec
+                    rect = spec.crop_at(t)
+                    spec.crops.append((t, rect))
+                    region = planes.crop(rect)
+                    picture = (
+                        region.letterbox(spec.width, spec.height)
+                        if spec.padded
+                        else region.resize(spec.width, spec.height)
                     )
+                    writer.write_video(picture, t - start)
             if audio:
                 for writer in writers:
                     for frame in audio[1]:

@@ -1,20 +1,40 @@
-"""Per-frame scores for one item: how strongly the product's main image is present, and frame quality.
+"""Per-frame scores for one item, computed by the inference daemon's `template_match` model.
 
-Pure functions over RGB arrays; nothing here touches files, queues or models' storage.
+Workers send frames already scaled to ANALYSIS_WIDTH (the model needs no more), with the product's main image
+trimmed of its studio background as context, and map the model's boxes back to source pixels.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 import cv2
 import numpy as np
+import numpy.typing as npt
 
-ANALYSIS_WIDTH = 192
-# Product heights tried, as fractions of the frame height, in geometric steps of ~12%: correlation of a textured
-# product falls off fast when the template's scale is off by more than that.
-TEMPLATE_SCALES = tuple(round(0.2 * 1.12**k, 3) for k in range(14))
+from gpu_service.scheduler import PriorityKey
+
+ANALYSIS_WIDTH = 384
+SCORER_MODEL = "template_match"
+
+
+class Inference(Protocol):
+    """The daemon client's call (gpu_service.client.InferenceClient; gpu_service.local.LocalInference)."""
+
+    def infer(
+        self,
+        model: str,
+        frames: npt.NDArray[np.uint8],
+        key: PriorityKey,
+        context: Mapping[str, npt.NDArray[Any]] | None = None,
+    ) -> dict[str, npt.NDArray[np.float32]]: ...
+
+
+def frame_value(match: float, quality: float) -> float:
+    """A frame's worth for the highlight: the product's presence first, its look as a tie-breaker."""
+    return match + 0.15 * quality
 
 
 @dataclass(frozen=True)
@@ -27,7 +47,7 @@ class FrameScore:
 
     @property
     def value(self) -> float:
-        return self.match + 0.15 * self.quality
+        return frame_value(self.match, self.quality)
 
 
 def product_template(main_image: np.ndarray) -> np.ndarray:
@@ -38,60 +58,33 @@ def product_template(main_image: np.ndarray) -> np.ndarray:
     ys, xs = np.nonzero(distance > 24)
     if len(xs) < 16:
         return main_image
-    return main_image[ys.min() : ys.max() + 1, xs.min() : xs.max() + 1]
+    return np.ascontiguousarray(main_image[ys.min() : ys.max() + 1, xs.min() : xs.max() + 1])
 
 
-def _small(rgb: np.ndarray) -> tuple[np.ndarray, float]:
-    scale = ANALYSIS_WIDTH / rgb.shape[1]
-    size = (ANALYSIS_WIDTH, max(8, round(rgb.shape[0] * scale)))
-    return cv2.resize(rgb, size, interpolation=cv2.INTER_AREA), scale
-
-
-def frame_quality(small_rgb: np.ndarray) -> float:
-    """0..1: sharp, well exposed frames score high; black, blown-out or flat frames low."""
-    gray = cv2.cvtColor(small_rgb, cv2.COLOR_RGB2GRAY)
-    mean = float(gray.mean()) / 255.0
-    exposure = 1.0 - min(1.0, abs(mean - 0.5) / 0.45)
-    sharpness = float(cv2.Laplacian(gray, cv2.CV_32F).var())
-    sharp = min(1.0, np.log1p(sharpness) / np.log1p(1000.0))
-    return float(exposure * sharp)
-
-
-def match_product(small_rgb: np.ndarray, template: np.ndarray) -> tuple[float, tuple[int, int, int, int]]:
-    """Best normalised cross-correlation of the template over a few scales; (score, box in small pixels)."""
-    frame_h, frame_w = small_rgb.shape[:2]
-    best = (-1.0, (0, 0, 0, 0))
-    aspect = template.shape[1] / template.shape[0]
-    for scale in TEMPLATE_SCALES:
-        th = max(8, round(frame_h * scale))
-        tw = max(8, round(th * aspect))
-        if th >= frame_h or tw >= frame_w:
-            continue
-        resized = cv2.resize(template, (tw, th), interpolation=cv2.INTER_AREA)
-        result = cv2.matchTemplate(small_rgb, resized, cv2.TM_CCOEFF_NORMED)
-        _, peak, _, (x, y) = cv2.minMaxLoc(result)
-        # prominence: at equal likeness, the bigger appearance shows the product better
-        weighted = float(peak) * (0.85 + 0.15 * scale / TEMPLATE_SCALES[-1])
-        if weighted > best[0]:
-            best = (weighted, (x, y, x + tw, y + th))
-    return best
-
-
-def score_frames(frames: Sequence[tuple[float, np.ndarray]], main_image: np.ndarray) -> list[FrameScore]:
-    """Score each (t, rgb) frame against the product's main image."""
-    template = product_template(main_image)
-    scores: list[FrameScore] = []
-    for t, rgb in frames:
-        small, scale = _small(rgb)
-        match, (x0, y0, x1, y1) = match_product(small, template)
-        box = (x0 / scale, y0 / scale, x1 / scale, y1 / scale) if match > 0 else None
-        scores.append(FrameScore(t, max(0.0, match), frame_quality(small), box))
+def score_frames(
+    infer: Inference,
+    frames: Sequence[tuple[float, np.ndarray]],
+    template: np.ndarray,
+    key: PriorityKey,
+    source_size: tuple[int, int],
+) -> list[FrameScore]:
+    """Score (t, rgb) analysis frames against the trimmed product image; boxes in source pixels."""
+    if not frames:
+        return []
+    batch = np.stack([rgb for _, rgb in frames])
+    out = infer.infer(SCORER_MODEL, batch, key, {"image": template})
+    width, height = source_size
+    scale = np.array([width, height, width, height], dtype=np.float64)
+    scores = []
+    for i, (t, _) in enumerate(frames):
+        match = float(out["match"][i])
+        box = tuple(float(v) for v in out["box"][i] * scale) if match > 0 else None
+        scores.append(FrameScore(t, match, float(out["quality"][i]), box))  # type: ignore[arg-type]
     return scores
 
 
 def shot_signature(rgb: np.ndarray) -> np.ndarray:
-    """A small normalised colour histogram; consecutive frames of one shot have similar ones."""
-    small, _ = _small(rgb)
-    hsv = cv2.cvtColor(small, cv2.COLOR_RGB2HSV)
+    """A small normalised hue/saturation histogram; consecutive frames of one shot have similar ones."""
+    hsv = cv2.cvtColor(rgb, cv2.COLOR_RGB2HSV)
     hist = cv2.calcHist([hsv], [0, 1], None, [16, 8], [0, 180, 0, 256]).ravel()
     return (hist / max(1.0, float(hist.sum()))).astype(np.float32)

@@ -1,8 +1,10 @@
 """Celery tasks: thin wrappers that run one pipeline stage and keep the ledger's books.
 
-An item runs as prepare → analyse → render, each stage enqueueing the next at a higher broker priority. A named (ReelgenError) failure fails the item and stops
-its chain; a transient one is retried first; any other exception is recorded as InternalError. Nothing an item
-does may take the worker down.
+An item runs as prepare → sample_segment (one per segment, in parallel) → select → render; each stage enqueues
+the next at a higher broker priority, and the last segment to finish enqueues select. A named (ReelgenError)
+failure fails the item and stops it; a transient one is retried first; any other exception is recorded as
+InternalError. Nothing an item does may take the worker down. Workers never import torch: inference goes to
+the daemon through gpu_service.client.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import logging
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -20,8 +22,10 @@ from celery import Task
 from celery.exceptions import Ignore, Retry, SoftTimeLimitExceeded
 from celery.signals import worker_process_init
 
+from gpu_service.client import InferenceClient
+from gpu_service.scheduler import PriorityKey
 from jobs.catalog import CatalogEntry
-from jobs.celery_app import PRIORITY_ANALYSE, PRIORITY_RENDER, app
+from jobs.celery_app import PRIORITY_RENDER, PRIORITY_SAMPLE, PRIORITY_SELECT, app
 from jobs.ledger import JobState, Ledger
 from reelgen.errors import InternalError, ItemTimeout, ReelgenError
 from reelgen.settings import OutputConfig, Settings, load_settings
@@ -29,7 +33,9 @@ from storage.cache import NodeCache
 from storage.fetch import Fetcher
 from storage.store import ObjectStore, open_store
 from workers import pipeline
+from workers.fanin import SegmentResults
 from workers.render import EncodeOptions
+from workers.segments import Segment, plan_segments
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -41,9 +47,12 @@ class WorkerContext:
 
     settings: Settings
     ledger: Ledger
+    segments: SegmentResults
     fetcher: Fetcher
+    inference: InferenceClient
     work_dir: Path
     _configs: dict[str, OutputConfig] = field(default_factory=dict)
+    _submitted: dict[str, float] = field(default_factory=dict)
     _stores: dict[str, ObjectStore] = field(default_factory=dict)
 
     @classmethod
@@ -54,12 +63,22 @@ class WorkerContext:
         cache = NodeCache(settings.resolved_cache_dir, settings.cache_max_bytes)
         work_dir = settings.state_dir / "work"
         work_dir.mkdir(parents=True, exist_ok=True)
-        return cls(settings, Ledger(client), Fetcher(settings, cache), work_dir)
+        inference = InferenceClient(
+            settings.daemon_socket, settings.daemon.request_timeout_s, settings.daemon.max_in_flight
+        )
+        return cls(settings, Ledger(client), SegmentResults(client), Fetcher(settings, cache), inference, work_dir)
 
     def config(self, job_id: str) -> OutputConfig:
         if job_id not in self._configs:
-            self._configs[job_id] = OutputConfig.model_validate(self.ledger.job(job_id).config)
+            job = self.ledger.job(job_id)
+            self._configs[job_id] = OutputConfig.model_validate(job.config)
+            self._submitted[job_id] = job.submitted_at
         return self._configs[job_id]
+
+    def priority(self, job_id: str, item_first_at: float) -> PriorityKey:
+        """The daemon serves requests by (job submission, the item's first request): first come, first served."""
+        self.config(job_id)
+        return PriorityKey(self._submitted[job_id], item_first_at)
 
     def store(self, out: str) -> ObjectStore:
         if out not in self._stores:
@@ -94,6 +113,21 @@ def context() -> WorkerContext:
 
 def _guarded(task: Task, job_id: str, entry: CatalogEntry, stage: Callable[[WorkerContext], T]) -> T:
     ctx = context()
+    task_id = task.request.id or task.name
+    # renews the item's lease; a task id still open from an earlier delivery means that delivery killed its
+    # worker, and after crash_limit of those the ledger dead-letters the item (-1) instead of looping
+    begun = ctx.ledger.begin_task(job_id, entry.item_id, task_id, ctx.settings.lease_s, ctx.settings.crash_limit)
+    if begun <= 0:
+        raise Ignore()  # dead-lettered now, or no longer in flight (settled, cancelled)
+    try:
+        return _run_stage(task, job_id, entry, stage, ctx)
+    finally:
+        ctx.ledger.end_task(job_id, entry.item_id, task_id)
+
+
+def _run_stage(
+    task: Task, job_id: str, entry: CatalogEntry, stage: Callable[[WorkerContext], T], ctx: WorkerContext
+) -> T:
     cpu0, wall0 = time.process_time(), time.perf_counter()
     try:
         result = stage(ctx)
@@ -118,35 +152,69 @@ def _guarded(task: Task, job_id: str, entry: CatalogEntry, stage: Callable[[Work
 
 
 @app.task(bind=True, name="reelgen.prepare", acks_late=True)
-def prepare(self: Task, job_id: str, entry_json: dict[str, Any]) -> None:
+def prepare(self: Task, job_id: str, entry_json: dict[str, Any], token: int | None = None) -> None:
     entry = CatalogEntry.from_dict(entry_json)
     ctx = context()
     if ctx.ledger.job(job_id).state is JobState.CANCELLED:
         raise Ignore()
-    if (
-        self.request.retries == 0
-        and ctx.ledger.start(job_id, entry.item_id, ctx.settings.task_time_limit_s) == 0
-    ):
-        raise Ignore()  # a stale delivery of an item that is no longer in flight
+    if self.request.retries == 0 and ctx.ledger.start(job_id, entry.item_id, ctx.settings.lease_s, token) == 0:
+        raise Ignore()  # a stale delivery: the item is no longer in flight, or was re-dispatched since
 
     def run(ctx: WorkerContext) -> None:
         info = pipeline.probe(entry, ctx.fetcher, ctx.settings)
-        state = {"job_id": job_id, "entry": entry_json, "info": pipeline.info_to_json(info)}
-        analyse.apply_async((state,), priority=PRIORITY_ANALYSE)
+        config = ctx.config(job_id)
+        segments = plan_segments(info.start_s, info.duration_s, config.sample_fps, ctx.settings.segment_s)
+        ctx.segments.reset(job_id, entry.item_id)
+        state = {
+            "job_id": job_id,
+            "entry": entry_json,
+            "info": pipeline.info_to_json(info),
+            "first_at": time.time(),
+            "segments": len(segments),
+        }
+        for segment in segments:
+            sample_segment.apply_async((state, asdict(segment)), priority=PRIORITY_SAMPLE)
 
     _guarded(self, job_id, entry, run)
 
 
-@app.task(bind=True, name="reelgen.analyse", acks_late=True)
-def analyse(self: Task, state: dict[str, Any]) -> None:
+@app.task(bind=True, name="reelgen.sample_segment", acks_late=True)
+def sample_segment(self: Task, state: dict[str, Any], segment_json: dict[str, Any]) -> None:
+    job_id, entry = state["job_id"], CatalogEntry.from_dict(state["entry"])
+    segment = Segment(**{**segment_json, "times": tuple(segment_json["times"])})
+
+    def run(ctx: WorkerContext) -> None:
+        samples = pipeline.sample_segment(
+            entry,
+            pipeline.info_from_json(state["info"]),
+            segment,
+            ctx.fetcher,
+            ctx.inference,
+            ctx.priority(job_id, state["first_at"]),
+            ctx.config(job_id),
+            ctx.settings.threads_per_worker,
+        )
+        result = {"samples": [asdict(s) for s in samples]}
+        if ctx.segments.store(job_id, entry.item_id, segment.index, state["segments"], result):
+            select.apply_async((state,), priority=PRIORITY_SELECT)
+
+    _guarded(self, job_id, entry, run)
+
+
+@app.task(bind=True, name="reelgen.select", acks_late=True)
+def select(self: Task, state: dict[str, Any]) -> None:
     job_id, entry = state["job_id"], CatalogEntry.from_dict(state["entry"])
 
     def run(ctx: WorkerContext) -> None:
-        info = pipeline.info_from_json(state["info"])
-        analysis = pipeline.analyse(
-            entry, info, ctx.fetcher, ctx.config(job_id), ctx.settings.threads_per_worker
-        )
+        results = ctx.segments.collect(job_id, entry.item_id)
+        samples = [
+            pipeline.SampleScore(**{**s, "box": tuple(s["box"]) if s["box"] else None})
+            for result in results
+            for s in result["samples"]
+        ]
+        analysis = pipeline.choose(pipeline.info_from_json(state["info"]), samples, ctx.config(job_id))
         render.apply_async((dict(state, analysis=analysis.to_json()),), priority=PRIORITY_RENDER)
+        ctx.segments.clear(job_id, entry.item_id)
 
     _guarded(self, job_id, entry, run)
 

@@ -7,12 +7,14 @@ crop planned on sampled frames lands on the same pixels when rendered.
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from types import TracebackType
+from typing import Literal
 
 import av
 import av.container
@@ -61,6 +63,17 @@ def quarter_turns(rotation: float) -> int:
     return round(rotation / 90.0) % 4
 
 
+SkipFrame = Literal["NONE", "DEFAULT", "NONREF", "BIDIR", "NONINTRA", "NONKEY", "ALL"]
+
+
+def _nearest(sorted_times: Sequence[float], t: float) -> tuple[float, float]:
+    """The element of sorted_times nearest to t, and its distance."""
+    i = bisect.bisect_left(sorted_times, t)
+    candidates = [sorted_times[j] for j in (i - 1, i) if 0 <= j < len(sorted_times)]
+    best = min(candidates, key=lambda c: abs(c - t))
+    return best, abs(best - t)
+
+
 class VideoSource:
     """An open video file. Use as a context manager; not shared between processes."""
 
@@ -76,6 +89,7 @@ class VideoSource:
         self._stream = self._container.streams.video[0]
         self._stream.thread_type = "AUTO"
         self._stream.codec_context.thread_count = threads
+        self._keyframes: list[float] | None = None
         self.info = self._probe()
 
     def __enter__(self) -> VideoSource:
@@ -153,10 +167,71 @@ class VideoSource:
         except av.error.FFmpegError as exc:
             raise UnreadableVideo(f"{self.path.name}: decoding failed near {start:.2f} s ({exc})") from exc
 
-    def _to_rgb(self, frame: av.VideoFrame) -> np.ndarray:
-        rgb = frame.to_ndarray(format="rgb24")
+    def _to_rgb(self, frame: av.VideoFrame, width: int | None = None) -> np.ndarray:
+        """RGB in display orientation; with `width`, scaled (in the same conversion) to that display width."""
         turns = quarter_turns(self.info.rotation)
+        if width is None or width >= self.info.width:
+            rgb = frame.to_ndarray(format="rgb24")
+        else:
+            height = max(2, round(self.info.height * width / self.info.width))
+            coded_w, coded_h = (height, width) if turns % 2 else (width, height)
+            rgb = frame.reformat(width=coded_w, height=coded_h, format="rgb24").to_ndarray()
         return np.ascontiguousarray(np.rot90(rgb, turns)) if turns else rgb
+
+    def keyframe_times(self) -> list[float]:
+        """Presentation times of the video's keyframes, read from packets without decoding."""
+        if self._keyframes is None:
+            self._container.seek(0, stream=self._stream, backward=True)
+            times = []
+            for packet in self._container.demux(self._stream):
+                if packet.is_keyframe and packet.pts is not None and packet.time_base is not None:
+                    times.append(float(packet.pts * packet.time_base))
+            self._keyframes = sorted(times)
+        return self._keyframes
+
+    def sample_fast(self, times: Sequence[float], period: float, width: int | None = None) -> list[Frame]:
+        """Like `sample`, decoding as little as lets every sample land within `period` of its target.
+
+        Keyframes only when every target has a keyframe that close (short keyframe intervals); otherwise
+        decoding skips non-reference frames, falling back to every frame if that leaves a gap wider than
+        `period`. A sample's `t` is the time of the frame actually taken.
+        """
+        if not times:
+            return []
+        targets = sorted(times)
+        keys = self.keyframe_times()
+        if keys and all(_nearest(keys, t)[1] <= period + 1e-6 for t in targets):
+            return self._sample_keyframes(targets, width)
+        frames = self._sample_skipping("NONREF", targets, width)
+        if all(abs(f.t - t) <= period + 1e-6 for f, t in zip(frames, targets, strict=True)):
+            return frames
+        return self.sample(targets, width)
+
+    def _sample_keyframes(self, targets: list[float], width: int | None) -> list[Frame]:
+        keys = self.keyframe_times()
+        wanted = sorted({_nearest(keys, t)[0] for t in targets})
+        decoded: dict[float, np.ndarray] = {}
+        self._stream.codec_context.skip_frame = "NONKEY"
+        try:
+            for frame in self._decoded(wanted[0]):
+                t = float(frame.time)
+                if t > wanted[-1] + 1e-6:
+                    break
+                if any(abs(t - k) < 1e-6 for k in wanted):
+                    decoded[t] = self._to_rgb(frame, width)
+        finally:
+            self._stream.codec_context.skip_frame = "DEFAULT"
+        if not decoded:
+            return self.sample(targets, width)
+        chosen = sorted(decoded)
+        return [Frame(t, decoded[t]) for t in (_nearest(chosen, target)[0] for target in targets)]
+
+    def _sample_skipping(self, skip: SkipFrame, targets: list[float], width: int | None) -> list[Frame]:
+        self._stream.codec_context.skip_frame = skip
+        try:
+            return self.sample(targets, width)
+        finally:
+            self._stream.codec_context.skip_frame = "DEFAULT"
 
     def raw_frames(self, start: float, end: float) -> Iterator[av.VideoFrame]:
         """Every decoded frame whose presentation time lies in [start, end), not yet converted or rotated."""
@@ -172,7 +247,7 @@ class VideoSource:
         for frame in self.raw_frames(start, end):
             yield Frame(float(frame.time), self._to_rgb(frame))
 
-    def sample(self, times: Sequence[float]) -> list[Frame]:
+    def sample(self, times: Sequence[float], width: int | None = None) -> list[Frame]:
         """For each target time (ascending), the frame on screen at that time.
 
         A frame is on screen from its timestamp until the next frame's, so targets map to the last frame at or
@@ -189,13 +264,13 @@ class VideoSource:
             while index < len(targets) and t > targets[index] + 1e-6:
                 # a target before the first decodable frame takes that first frame
                 on_screen = previous if previous is not None else frame
-                chosen.append(Frame(float(on_screen.time), self._to_rgb(on_screen)))
+                chosen.append(Frame(float(on_screen.time), self._to_rgb(on_screen, width)))
                 index += 1
             if index == len(targets):
                 break
             previous = frame
         while index < len(targets) and previous is not None:
-            chosen.append(Frame(float(previous.time), self._to_rgb(previous)))
+            chosen.append(Frame(float(previous.time), self._to_rgb(previous, width)))
             index += 1
         return chosen
 

@@ -1,0 +1,116 @@
+"""The nightly schedule: a Celery beat entry (UTC cron) whose task registers at most one job per logical date.
+
+The logical date is the UTC date of the schedule's most recent fire time, not of the moment the task runs, so a
+beat that fires twice, two beats, or a late delivery just after midnight all name the same date; a Redis
+`SET NX` on that date makes the second and later attempts return the first job instead of creating another.
+A nightly job processes only items new or changed (by catalog `version`/`updated_at`) since earlier runs:
+items with any recorded result for this config hash and version are skipped.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime, timedelta
+
+import redis
+from celery.schedules import crontab
+
+from jobs.celery_app import app
+from jobs.ledger import JobKind, JobRecord, Ledger, Reprocess
+from jobs.submit import submit_catalog_job
+from reelgen.errors import ConfigError
+from reelgen.settings import Settings, load_settings
+
+log = logging.getLogger(__name__)
+
+NIGHTLY_TASK = "reelgen.nightly"
+SCHEDULE_NAME = "nightly"
+
+
+def parse_cron(text: str) -> crontab:
+    fields = text.split()
+    if len(fields) != 5:
+        raise ConfigError(
+            f"nightly_cron {text!r} must have 5 fields: minute hour day-of-month month day-of-week"
+        )
+    minute, hour, day_of_month, month, day_of_week = fields
+    try:
+        return crontab(
+            minute=minute, hour=hour, day_of_month=day_of_month, month_of_year=month, day_of_week=day_of_week
+        )
+    except ValueError as exc:
+        raise ConfigError(f"nightly_cron {text!r}: {exc}") from exc
+
+
+def _matches(cron: crontab, at: datetime) -> bool:
+    return (
+        at.minute in cron.minute
+        and at.hour in cron.hour
+        and at.day in cron.day_of_month
+        and at.month in cron.month_of_year
+        and at.isoweekday() % 7 in cron.day_of_week
+    )
+
+
+def last_fire(cron: crontab, now: datetime) -> datetime:
+    """The schedule's most recent fire time at or before now (UTC, minute resolution, at most 8 days back)."""
+    at = now.astimezone(UTC).replace(second=0, microsecond=0)
+    for _ in range(8 * 24 * 60):
+        if _matches(cron, at):
+            return at
+        at -= timedelta(minutes=1)
+    return now.astimezone(UTC)
+
+
+def logical_date(settings: Settings, now: datetime | None = None) -> str:
+    return last_fire(parse_cron(settings.nightly_cron), now or datetime.now(UTC)).date().isoformat()
+
+
+def create_nightly(
+    ledger: Ledger, settings: Settings, date: str, catalog: str | None = None
+) -> tuple[JobRecord, bool]:
+    """The nightly job of a logical date: (job, True) if this call created it, (existing job, False) if not."""
+    catalog = catalog or settings.nightly_catalog
+    if not catalog:
+        raise ConfigError("no nightly catalog: set REELGEN_NIGHTLY_CATALOG")
+    job_id = f"nightly-{date}"
+    existing = ledger.claim_logical_date(SCHEDULE_NAME, date, job_id)
+    if existing is not None:
+        return ledger.job(existing), False
+    try:
+        job = submit_catalog_job(
+            ledger,
+            settings,
+            JobKind.NIGHTLY,
+            catalog,
+            reprocess=Reprocess.CHANGED,
+            extra={"logical_date": date},
+            job_id=job_id,
+        )
+    except BaseException:
+        ledger.redis.delete(f"rg:schedule:{SCHEDULE_NAME}:{date}")  # let the next fire try again
+        raise
+    log.info("nightly job %s registered for %s", job.id, date)
+    return job, True
+
+
+@app.task(name=NIGHTLY_TASK, ignore_result=True)
+def nightly(date: str | None = None) -> str:
+    settings = load_settings()
+    if settings.redis_url is None:
+        raise ConfigError("the nightly task needs REELGEN_REDIS_URL")
+    ledger = Ledger(redis.Redis.from_url(settings.redis_url.get_secret_value()))
+    job, _created = create_nightly(ledger, settings, date or logical_date(settings))
+    return job.id
+
+
+def beat_schedule(settings: Settings) -> dict[str, dict[str, object]]:
+    if not settings.nightly_catalog:
+        return {}
+    return {
+        SCHEDULE_NAME: {
+            "task": NIGHTLY_TASK,
+            "schedule": parse_cron(settings.nightly_cron),
+            "options": {"priority": 0},
+        }
+    }

@@ -1,0 +1,95 @@
+"""`reelgen status`: per job counts, rate, ETA, items in flight and the most frequent error classes."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from jobs.ledger import JobRecord, Ledger
+from monitoring.progress import format_duration
+
+
+@dataclass(frozen=True)
+class JobStatus:
+    id: str
+    kind: str
+    state: str
+    priority: int
+    submitted_at: float
+    catalog: str
+    out: str
+    total: int | None
+    dispatched: int
+    done: int
+    failed: int
+    skipped: int
+    dead: int
+    gone: int
+    redispatched: int
+    in_flight: int
+    max_in_flight: int
+    #: items settled (done or failed) per second since the job's first dispatch
+    rate_per_s: float
+    eta_s: float | None
+    top_errors: list[tuple[str, int]]
+    extra: dict[str, str]
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["top_errors"] = [{"error": e, "count": n} for e, n in self.top_errors]
+        return data
+
+
+def job_status(ledger: Ledger, job: JobRecord, now: float | None = None, top: int = 5) -> JobStatus:
+    now = time.time() if now is None else now
+    end = job.finished_at or now
+    elapsed = end - job.started_at if job.started_at else 0.0
+    worked = job.done + job.failed
+    rate = worked / elapsed if elapsed > 0 else 0.0
+    eta: float | None = None
+    if job.total is not None and not job.state.finished:
+        remaining = max(0, job.total - job.settled)
+        eta = remaining / rate if rate > 0 else None
+    elif job.state.finished:
+        eta = 0.0
+    errors = sorted(ledger.error_counts(job.id).items(), key=lambda kv: (-kv[1], kv[0]))[:top]
+    return JobStatus(
+        id=job.id,
+        kind=job.kind.value,
+        state=job.state.value,
+        priority=job.priority,
+        submitted_at=job.submitted_at,
+        catalog=job.catalog,
+        out=job.out,
+        total=job.total,
+        dispatched=job.dispatched,
+        done=job.done,
+        failed=job.failed,
+        skipped=job.skipped,
+        dead=job.dead,
+        gone=job.gone,
+        redispatched=job.redispatched,
+        in_flight=job.in_flight,
+        max_in_flight=job.max_in_flight,
+        rate_per_s=round(rate, 3),
+        eta_s=None if eta is None else round(eta, 1),
+        top_errors=errors,
+        extra=job.extra,
+    )
+
+
+def render(status: JobStatus) -> str:
+    submitted = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(status.submitted_at))
+    total = "?" if status.total is None else str(status.total)
+    eta = "-" if status.eta_s is None else format_duration(status.eta_s)
+    lines = [
+        f"{status.id}  {status.kind}  {status.state}  class {status.priority}  submitted {submitted} UTC",
+        f"  {status.done} done, {status.failed} failed ({status.dead} dead), {status.skipped} skipped of {total}; "
+        f"{status.in_flight}/{status.max_in_flight} in flight; {status.rate_per_s * 60:.1f} items/min; ETA {eta}",
+    ]
+    if status.gone:
+        lines.append(f"  {status.gone} item(s) gone from the catalog (outputs kept; see _reelgen/gone/)")
+    if status.top_errors:
+        lines.append("  errors: " + ", ".join(f"{e} x{n}" for e, n in status.top_errors))
+    return "\n".join(lines)

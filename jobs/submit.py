@@ -1,0 +1,144 @@
+"""Registering jobs: a catalog job (run, backfill, nightly) or a retry of another job's failures.
+
+Registering only writes the job to the ledger and returns; a dispatcher picks it up.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+from jobs.ledger import JobKind, JobRecord, Ledger, Reprocess
+from reelgen.errors import CatalogError, ConfigError
+from reelgen.settings import Settings
+from storage.store import open_store
+from storage.uri import Scheme, parse_uri
+
+
+def count_lines(catalog: Path) -> int:
+    """Records in a local catalog (a streaming pass: the total that status uses for progress and ETA)."""
+    with open(catalog, "rb") as handle:
+        lines = sum(1 for line in handle if line.strip())
+    return max(0, lines - 1) if catalog.suffix.lower() == ".csv" else lines
+
+
+def priority_for(settings: Settings, kind: JobKind, override: int | None) -> int:
+    if override is not None:
+        return override
+    return settings.priority_classes.get(kind.value, 1)
+
+
+def catalog_ref(catalog: str) -> tuple[str, int | None]:
+    """A catalog reference a dispatcher anywhere can open, and its size when it is a local file."""
+    uri = parse_uri(catalog)
+    if uri.scheme is not Scheme.FILE:
+        return uri.raw, None
+    path = uri.local_path
+    if not path.is_file():
+        raise CatalogError(f"catalog {path} does not exist or is not a file")
+    return str(path), count_lines(path)
+
+
+def submit_catalog_job(
+    ledger: Ledger,
+    settings: Settings,
+    kind: JobKind,
+    catalog: str,
+    *,
+    priority: int | None = None,
+    reprocess: Reprocess = Reprocess.MISSING,
+    max_in_flight: int | None = None,
+    extra: dict[str, str] | None = None,
+    job_id: str | None = None,
+) -> JobRecord:
+    ref, total = catalog_ref(catalog)
+    config = settings.output_config()
+    store = open_store(config.out)
+    return ledger.create_job(
+        kind=kind,
+        catalog=ref,
+        out=store.root,
+        config_hash=config.config_hash,
+        config=config.model_copy(update={"out": store.root}).model_dump(mode="json"),
+        priority=priority_for(settings, kind, priority),
+        reprocess=reprocess,
+        max_in_flight=max_in_flight or settings.max_in_flight,
+        total=total,
+        extra=extra,
+        job_id=job_id,
+    )
+
+
+def retry_candidates(ledger: Ledger, parent_id: str, error: str | None, include_dead: bool) -> Counter[str]:
+    """Error class -> count of the parent's failures a retry would take (items with a catalog entry)."""
+    counts: Counter[str] = Counter()
+    for failure in ledger.iter_failures(parent_id):
+        if (
+            failure.entry
+            and (error is None or failure.error == error)
+            and (include_dead or not failure.dead or error)
+        ):
+            counts[failure.error] += 1
+    return counts
+
+
+def submit_retry(
+    ledger: Ledger,
+    settings: Settings,
+    parent_id: str,
+    *,
+    error: str | None = None,
+    include_dead: bool = False,
+    priority: int | None = None,
+) -> JobRecord:
+    parent = ledger.job(parent_id)
+    total = sum(retry_candidates(ledger, parent_id, error, include_dead).values())
+    if total == 0:
+        raise ConfigError(
+            f"job {parent_id} has no failed items{' of class ' + error if error else ''} to retry"
+        )
+    extra = {"parent": parent_id, "error_filter": error or "", "include_dead": "1" if include_dead else "0"}
+    return ledger.create_job(
+        kind=JobKind.RETRY,
+        catalog=f"retry:{parent_id}",
+        out=parent.out,
+        config_hash=parent.config_hash,
+        config=parent.config,
+        priority=priority_for(settings, JobKind.RETRY, priority),
+        reprocess=Reprocess.ALL,
+        max_in_flight=parent.max_in_flight,
+        total=total,
+        extra=extra,
+    )
+
+
+def plan_catalog(settings: Settings, catalog: str, reprocess: Reprocess, page: int = 1000) -> Counter[str]:
+    """What a catalog job would do, without registering it: counts of process / skip / bad (a dry run)."""
+    from jobs.catalog import BadLine, CatalogEntry, read_catalog
+    from jobs.fingerprints import FingerprintSet, fingerprint
+    from jobs.results_index import DoneCheck
+
+    ref, _total = catalog_ref(catalog)
+    check = DoneCheck(
+        open_store(settings.output_config().out), settings.output_config().config_hash, reprocess
+    )
+    seen = FingerprintSet()
+    counts: Counter[str] = Counter()
+    batch: list[CatalogEntry] = []
+
+    def settle() -> None:
+        for done in check.skip(batch):
+            counts["skip" if done else "process"] += 1
+        batch.clear()
+
+    for _line_no, record in read_catalog(Path(ref)):
+        if isinstance(record, BadLine) or fingerprint(record.item_id) in seen:
+            counts["bad"] += 1
+            continue
+        seen.add(fingerprint(record.item_id))
+        batch.append(record)
+        if len(batch) >= page:
+            settle()
+    settle()
+    counts["manifest_reads"] = check.manifest_reads
+    return counts

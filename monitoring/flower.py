@@ -1,0 +1,107 @@
+"""Flower, the Celery dashboard, started against reelgen's broker with basic auth on by default.
+
+`reelgen flower` calls `run_flower(settings, extra_args)`. Flower shows workers and tasks from the events the
+workers send (jobs/celery_app.py turns them on); it does not show queue depth per priority sub-queue, which
+monitoring/metrics.py exports instead.
+
+Credentials come from `FlowerSettings.basic_auth` ("user:password", several separated by commas), meant to be
+nested in reelgen's Settings as the field `flower` (environment: `REELGEN_FLOWER__BASIC_AUTH`), or from an
+explicit `--basic-auth=...`/`--auth=...` in extra_args. Without any, Flower is refused unless
+`allow_unauthenticated` is set (or `--allow-unauthenticated` given): its dashboard can revoke and kill tasks.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+
+from reelgen.errors import ConfigError
+
+if TYPE_CHECKING:  # reelgen.settings may import FlowerSettings from here to nest it: no import cycle
+    from reelgen.settings import Settings
+
+ALLOW_FLAG = "--allow-unauthenticated"
+_AUTH_OPTIONS = ("--basic-auth", "--basic_auth", "--auth")
+
+
+class FlowerSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    basic_auth: SecretStr | None = Field(
+        default=None, description="user:password[,user:password...]; passwords may not contain ','"
+    )
+    allow_unauthenticated: bool = False
+    address: str = "0.0.0.0"
+    port: int = Field(default=5555, ge=0, le=65535)
+    url_prefix: str = ""
+    max_tasks: int = Field(default=10_000, ge=100, description="tasks Flower keeps in memory")
+    purge_offline_workers_s: int | None = Field(
+        default=600, ge=1, description="forget workers offline this long (pods come and go)"
+    )
+
+    @field_validator("basic_auth")
+    @classmethod
+    def _check_auth(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is None or not value.get_secret_value():
+            return None
+        for pair in value.get_secret_value().split(","):
+            user, sep, password = pair.partition(":")
+            if not (user and sep and password):
+                # never echo the value: it holds passwords
+                raise ValueError("basic_auth must be user:password pairs separated by ',' (both non-empty)")
+        return value
+
+
+def flower_settings(settings: Settings) -> FlowerSettings:
+    """Settings' nested `flower` field; the defaults until reelgen.settings.Settings declares it."""
+    nested: Any = getattr(settings, "flower", None)
+    return nested if isinstance(nested, FlowerSettings) else FlowerSettings()
+
+
+def _has_option(args: list[str], names: tuple[str, ...]) -> bool:
+    return any(arg.split("=", 1)[0] in names for arg in args)
+
+
+def flower_argv(settings: Settings, flower: FlowerSettings, extra_args: list[str]) -> list[str]:
+    """The `celery flower` arguments (after the program name); raises ConfigError when auth is missing."""
+    if settings.redis_url is None:
+        raise ConfigError("Flower needs the broker: set REELGEN_REDIS_URL")
+    allow = flower.allow_unauthenticated or ALLOW_FLAG in extra_args
+    forwarded = [arg for arg in extra_args if arg != ALLOW_FLAG]
+    argv = [
+        "flower",
+        f"--address={flower.address}",
+        f"--port={flower.port}",
+        f"--max_tasks={flower.max_tasks}",
+    ]
+    if flower.url_prefix:
+        argv.append(f"--url_prefix={flower.url_prefix}")
+    if flower.purge_offline_workers_s is not None:
+        argv.append(f"--purge_offline_workers={flower.purge_offline_workers_s}")
+    explicit_auth = _has_option(forwarded, _AUTH_OPTIONS)
+    if flower.basic_auth is not None and not explicit_auth:
+        argv.append(f"--basic_auth={flower.basic_auth.get_secret_value()}")
+    elif not explicit_auth and not allow:
+        raise ConfigError(
+            "Flower refuses to start without authentication: set REELGEN_FLOWER__BASIC_AUTH=user:password "
+            f"(or pass --basic-auth=...), or pass {ALLOW_FLAG} on a trusted network"
+        )
+    # later options win in tornado's parser, so an explicit --port or --address in extra_args overrides ours
+    return argv + forwarded
+
+
+def run_flower(settings: Settings, extra_args: list[str]) -> int:
+    """Run Flower in this process until it is stopped; returns its exit status."""
+    from celery import Celery
+
+    from jobs.celery_app import configure
+
+    argv = flower_argv(settings, flower_settings(settings), extra_args)
+    # A fresh app configured like the workers' one, without their task modules: Flower only reads events and
+    # talks to workers through the broker, so its pod needs none of the pipeline's imports (torch, PyAV).
+    app = Celery("reelgen")
+    configure(app, settings)
+    # the credentials travel in this list, in-process: they never appear in /proc/<pid>/cmdline
+    code = app.start(argv)
+    return int(code or 0)

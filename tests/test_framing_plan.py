@@ -1,0 +1,206 @@
+"""The text-safe crop planner on hand-made signals: geometry, steadiness, following, cuts, padding."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+from workers.framing import (
+    Box,
+    CropRect,
+    FramingParams,
+    FramingPlan,
+    merge_text_boxes,
+    plan_framing,
+    text_union,
+)
+
+W, H = 640, 360
+FPS = 25
+
+
+def frame_times(start: float, end: float) -> list[float]:
+    return [start + k / FPS for k in range(round((end - start) * FPS))]
+
+
+def cuts_box(rect: CropRect, box: Box, margin: float = 0.0) -> bool:
+    """Overlapping the box without holding it with the margin (the planner's own margin is larger)."""
+    x0, y0, x1, y1 = box
+    overlaps = x0 < rect.x + rect.w and rect.x < x1 and y0 < rect.y + rect.h and rect.y < y1
+    inside = (rect.x + margin <= x0 or x0 <= 0) and (x1 <= rect.x + rect.w - margin or x1 >= W) and \
+        (rect.y + margin <= y0 or y0 <= 0) and (y1 <= rect.y + rect.h - margin or y1 >= H)  # fmt: skip
+    return overlaps and not inside
+
+
+def holds(rect: CropRect, box: Box) -> bool:
+    return rect.x <= box[0] and box[2] <= rect.x + rect.w and rect.y <= box[1] and box[3] <= rect.y + rect.h
+
+
+def sampled(
+    fn: Callable[[float], Box], start: float, end: float, fps: float
+) -> list[tuple[float, Box | None]]:
+    times = np.arange(start - 1.0, end + 1.0 + 1e-9, 1 / fps)
+    return [(float(t), fn(float(t))) for t in times]
+
+
+def test_still_subject_gets_one_steady_crop_per_aspect() -> None:
+    subject = [(t, (400.0, 100.0, 480.0, 260.0)) for t in np.arange(1.0, 8.0, 0.5)]
+    plans = plan_framing(2.0, 7.0, W, H, [(9, 16), (1, 1), (16, 9)], subject, [])
+    for plan in plans.values():
+        assert not plan.moves and not plan.padded
+        rects = {plan.crop_path()(t) for t in frame_times(2.0, 7.0)}
+        assert len(rects) == 1
+        (rect,) = rects
+        assert holds(rect, (400, 100, 480, 260))
+        assert rect.w * plan.size.aspect[1] == rect.h * plan.size.aspect[0]
+    assert plans["16:9"].keys[0][1] == CropRect(0, 0, 640, 360)
+
+
+def test_moving_subject_is_followed_smoothly_within_bounds() -> None:
+    params = FramingParams()
+
+    def box(t: float) -> Box:
+        x = 40 + 80 * (t - 1.0)  # 80 px/s to the right, inside the frame throughout
+        return (x, 120.0, x + 70, 250.0)
+
+    plan = plan_framing(2.0, 7.0, W, H, [(9, 16)], sampled(box, 2.0, 7.0, 2.0), [])["9:16"]
+    assert plan.moves and not plan.padded
+    path = plan.crop_path()
+    times = frame_times(2.0, 7.0)
+    rects = [path(t) for t in times]
+    assert all(holds(r, box(t)) for r, t in zip(rects, times, strict=True))
+    centres = np.array([r.x + r.w / 2 for r in rects])
+    speed = np.abs(np.diff(centres)) * FPS
+    assert speed.max() <= params.max_speed * W + 2 * FPS  # one even-pixel step of quantisation
+    k = 5  # acceleration over ±0.2 s, as the end-to-end test measures it
+    accel = np.abs(centres[2 * k :] - 2 * centres[k:-k] + centres[: -2 * k]) / (k / FPS) ** 2
+    assert np.percentile(accel, 95) <= params.max_accel * W + 4 / (k / FPS) ** 2
+    # no jitter: the crop never reverses direction while the subject moves one way
+    assert (np.diff(centres) >= 0).all()
+
+
+def test_captions_are_never_cut_and_either_held_or_excluded() -> None:
+    # a caption at the top left and a side caption at the right come and go; the subject drifts across
+    def captions(t: float) -> list[Box]:
+        boxes: list[Box] = []
+        if 2.6 <= t < 5.1:
+            boxes.append((20.0, 14.0, 180.0, 40.0))
+        if 4.0 <= t < 9.0:
+            boxes.append((580.0, 140.0, 620.0, 162.0))
+        return boxes
+
+    def box(t: float) -> Box:
+        x = 150 + 40 * (t - 2.0)
+        return (x, 120.0, x + 80, 260.0)
+
+    text = [(t, captions(t)) for t in np.arange(1.5, 7.6, 0.5)]
+    plans = plan_framing(2.0, 7.0, W, H, [(9, 16), (1, 1), (4, 5)], sampled(box, 2.0, 7.0, 2.0), text)
+    for plan in plans.values():
+        path = plan.crop_path()
+        for t in frame_times(2.0, 7.0):
+            rect = path(t)
+            assert not any(cuts_box(rect, b, margin=6) for b in captions(t)), (plan.label, t, rect)
+        assert plan.text_boxes == ((20.0, 14.0, 180.0, 40.0), (580.0, 140.0, 620.0, 162.0))
+
+
+def test_text_that_cannot_fit_pads_with_the_region_holding_it() -> None:
+    wide = (
+        120.0,
+        300.0,
+        520.0,
+        340.0,
+    )  # 400 px: wider than the 9:16 crop (198 px), so it must be shown whole
+    low_subject = [(t, (280.0, 200.0, 360.0, 320.0)) for t in np.arange(1.0, 8.0, 0.5)]
+    text = [(t, [wide]) for t in np.arange(1.0, 8.0, 0.5)]
+    plans = plan_framing(2.0, 7.0, W, H, [(9, 16), (16, 9)], low_subject, text)
+    portrait = plans["9:16"]
+    assert portrait.padded and not plans["16:9"].padded
+    rect = portrait.crop_path()(4.0)
+    assert holds(rect, wide) and holds(rect, (280, 200, 360, 320))
+    assert rect.w < W and rect.w > portrait.size.crop_w  # a region between the crop and the whole frame
+    assert (portrait.size.out_w, portrait.size.out_h) == (198, 352)  # the output keeps the aspect
+
+
+def test_a_cut_repositions_at_once_and_only_there() -> None:
+    def box(t: float) -> Box:
+        return (40.0, 100.0, 120.0, 260.0) if t < 4.0 else (500.0, 100.0, 580.0, 260.0)
+
+    plan = plan_framing(2.0, 7.0, W, H, [(1, 1)], sampled(box, 2.0, 7.0, 2.0), [], cuts=[4.0])["1:1"]
+    path = plan.crop_path()
+    before, after = path(4.0 - 0.04), path(4.0)
+    assert holds(before, box(3.9)) and holds(after, box(4.1))
+    xs = [path(t).x for t in frame_times(2.0, 7.0)]
+    jumps = [abs(b - a) for a, b in itertools.pairwise(xs)]
+    assert max(jumps) == abs(after.x - before.x) > 100
+    assert sorted(jumps)[-2] == 0  # steady on both sides of the cut
+
+
+def test_print_on_the_subject_does_not_fence_it_off() -> None:
+    def box(t: float) -> Box:
+        x = 60 + 80 * (t - 1.0)
+        return (x, 120.0, x + 90, 260.0)
+
+    # the product's logo letter, detected as text, travels with it
+    text = [(t, [(box(t)[0] + 30, 150.0, box(t)[0] + 60, 180.0)]) for t in np.arange(1.5, 7.6, 0.5)]
+    plan = plan_framing(2.0, 7.0, W, H, [(9, 16)], sampled(box, 2.0, 7.0, 2.0), text)["9:16"]
+    assert not plan.padded
+    path = plan.crop_path()
+    assert all(holds(path(t), box(t)) for t in frame_times(2.0, 7.0))
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_scenes_never_cut_text(seed: int) -> None:
+    """Captions at random edge places and times (each shown ≥ 0.6 s), a wandering subject: every frame of
+    every aspect holds or avoids every caption on screen, padded or not."""
+    rng = np.random.default_rng(seed)
+    captions = []
+    for _ in range(int(rng.integers(1, 5))):
+        w, h = float(rng.uniform(30, 260)), float(rng.uniform(16, 36))
+        x = float(rng.uniform(10, W - 10 - w))
+        y = float(rng.choice([14.0, H - 14 - h, rng.uniform(14, H - 14 - h)]))
+        t0 = float(rng.uniform(0.0, 7.0))
+        captions.append(((x, y, x + w, y + h), t0, t0 + float(rng.uniform(0.6, 4.0))))
+    phase = float(rng.uniform(0, 6.3))
+
+    def box(t: float) -> Box:
+        x = 280 + 200 * np.sin(0.7 * t + phase)
+        return (float(x), 110.0, float(x) + 70, 240.0)
+
+    def on_screen(t: float) -> list[Box]:
+        return [b for b, t0, t1 in captions if t0 <= t < t1]
+
+    text = [(float(t), on_screen(float(t))) for t in np.arange(1.5, 7.51, 0.5)]
+    plans = plan_framing(
+        2.0, 7.0, W, H, [(9, 16), (1, 1), (4, 5), (16, 9)], sampled(box, 2.0, 7.0, 2.0), text
+    )
+    for plan in plans.values():
+        check_plan(plan, on_screen)
+
+
+def check_plan(plan: FramingPlan, on_screen: Callable[[float], list[Box]]) -> None:
+    path = plan.crop_path()
+    for t in frame_times(2.0, 7.0):
+        rect = path(t)
+        assert rect.x >= 0 and rect.x + rect.w <= W and rect.y >= 0 and rect.y + rect.h <= H
+        assert rect.x % 2 == 0 and rect.y % 2 == 0 and rect.w % 2 == 0 and rect.h % 2 == 0
+        for b in on_screen(t):
+            assert not cuts_box(rect, b, margin=6), (plan.label, plan.padded, t, rect, b)
+
+
+def test_text_boxes_merge_per_line_and_over_time() -> None:
+    words = [(100.0, 20.0, 160.0, 44.0), (170.0, 21.0, 240.0, 45.0), (400.0, 300.0, 450.0, 330.0)]
+    assert merge_text_boxes(words) == [(100.0, 20.0, 240.0, 45.0), (400.0, 300.0, 450.0, 330.0)]
+    union = text_union([(1.0, [words[0]]), (1.5, [(101.0, 19.0, 161.0, 44.0)]), (9.0, [words[2]])], 0.0, 5.0)
+    assert union == [(100.0, 19.0, 161.0, 44.0)]
+
+
+def test_plan_keys_are_json_ready_and_rebuild_the_path() -> None:
+    plan = plan_framing(0.0, 5.0, 1280, 720, [(9, 16)], [(1.0, (100.0, 100.0, 200.0, 300.0))], [])["9:16"]
+    keys = plan.key_tuples()
+    assert all(isinstance(v, int) for k in keys for v in k[1:])
+    assert keys[0][0] == 0.0 and plan.label == "9:16"
+    with pytest.raises(ValueError, match="empty window"):
+        plan_framing(3.0, 3.0, W, H, [(1, 1)], [], [])

@@ -1,0 +1,48 @@
+"""Padded clips: the region shown whole, letterboxed over a blurred fill of the same frame, in yuv420p."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import av
+import cv2
+import numpy as np
+
+from tests.media import make_code_video
+from workers.framing import CropPath, CropRect
+from workers.render import EncodeOptions, OutputSpec, Planes, render_window
+
+
+def test_letterbox_fits_the_region_and_fills_the_bars() -> None:
+    rng = np.random.default_rng(3)
+    y = rng.integers(16, 235, (360, 640), dtype=np.uint8)
+    u = np.full((180, 320), 90, np.uint8)
+    v = np.full((180, 320), 170, np.uint8)
+    out = Planes(y, u, v).letterbox(198, 352)
+    assert out.y.shape == (352, 198) and out.u.shape == (176, 99) and out.v.shape == (176, 99)
+    # 640×360 scaled to fit 198 wide: 198×112 (even), centred vertically
+    top = (352 - 112) // 4 * 2
+    sharp = out.y[top : top + 112]
+    assert np.array_equal(sharp, cv2.resize(y, (198, 112), interpolation=cv2.INTER_AREA))
+    bars = np.concatenate([out.y[: top - 2], out.y[top + 114 :]])
+    assert bars.std() < sharp.std() / 4  # blurred: far smoother than the picture
+    assert bars.mean() < sharp.mean()  # and dimmed
+    assert (out.u == 90).all() and (out.v == 170).all()  # colour carried over untouched
+
+
+def test_render_writes_padded_clip_with_the_region_recorded(tmp_path: Path) -> None:
+    source = tmp_path / "src.mp4"
+    make_code_video(source, seconds=2.0, size=(640, 360))
+    region = CropRect(100, 0, 400, 360)
+    padded = OutputSpec("9:16", 198, 352, CropPath((0.0,), (region,)), tmp_path / "9x16.mp4", padded=True)
+    plain = OutputSpec("1:1", 360, 360, CropPath((0.0,), (CropRect(140, 0, 360, 360),)), tmp_path / "1x1.mp4")
+    render_window(source, 0.4, 1.6, [padded, plain], EncodeOptions(preset="ultrafast"))
+    assert [c[1] for c in padded.crops] == [region] * padded.frames and padded.frames == plain.frames == 30
+    assert [c[0] for c in padded.crops] == [c[0] for c in plain.crops]
+    with av.open(str(padded.path)) as container:
+        stream = container.streams.video[0]
+        assert (stream.width, stream.height, stream.codec_context.pix_fmt) == (198, 352, "yuv420p")
+        frame = next(container.decode(video=0)).to_ndarray(format="rgb24")
+    # the region (400×360) fits as 198×178: picture in the middle band, fill above and below
+    band = frame[87:265]
+    assert band.std() > frame[:80].std() * 2

@@ -14,6 +14,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q torch==2.13.0
 	$(BIN)/python -m pip install -q -e '.[test]'
+	$(BIN)/python -m pip install -q --no-deps rapidocr-onnxruntime==1.4.4
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -66,12 +66,12 @@ def ack_consume(redis_url: str, stop_file: str, lease_s: float = 3600) -> None:
     while not os.path.exists(stop_file):
         got = 0
         for key in keys:
-            raws = client.rpop(key, 500)
+            raws: Any = client.rpop(key, 500)
             if not raws:
                 continue
-            got += len(raws)  # type: ignore[arg-type]
+            got += len(raws)
             with client.pipeline(transaction=False) as pipe:
-                for raw in raws:  # type: ignore[union-attr]
+                for raw in raws:
                     _name, args = decode(raw)
                     job_id, entry, token = args[0], args[1], args[2] if len(args) > 2 else None
                     ledger.start(job_id, entry["item_id"], lease_s, token)
@@ -188,7 +188,9 @@ def main() -> int:
     parser.add_argument("--e2e-items", type=int, default=1000)
     args = parser.parse_args()
     cpus = len(os.sched_getaffinity(0))
-    print(f"machine: {cpus} CPUs, {platform.processor() or platform.machine()}, Python {platform.python_version()}")
+    print(
+        f"machine: {cpus} CPUs, {platform.processor() or platform.machine()}, Python {platform.python_version()}"
+    )
     with tempfile.TemporaryDirectory(prefix="bench-backfill-") as tmp:
         work = Path(tmp)
         small = dispatch_only(args.lines, work)

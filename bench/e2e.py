@@ -18,6 +18,7 @@ import multiprocessing
 import os
 import resource
 import shutil
+import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
@@ -28,6 +29,7 @@ from typing import Any
 
 import cv2
 import numpy as np
+import psutil
 
 from gpu_service.local import LocalInference
 from gpu_service.scheduler import PriorityKey
@@ -165,24 +167,55 @@ def run_in_process(
 # --- (c) reelgen
 
 
+class PeakRss(threading.Thread):
+    """Polls this process's descendants and keeps the peak resident memory of workers and of the daemon."""
+
+    def __init__(self, every_s: float = 0.25) -> None:
+        super().__init__(daemon=True)
+        self.every_s = every_s
+        self.peak_mb = {"worker": 0.0, "daemon": 0.0}
+        self._stop = threading.Event()
+
+    def run(self) -> None:
+        me = psutil.Process()
+        while not self._stop.wait(self.every_s):
+            for child in me.children(recursive=True):
+                try:
+                    command = " ".join(child.cmdline())
+                    rss = child.memory_info().rss / 2**20
+                except psutil.Error:
+                    continue
+                kind = "daemon" if "gpu_service" in command else "worker" if "celery" in command else None
+                if kind is not None:
+                    self.peak_mb[kind] = max(self.peak_mb[kind], rss)
+
+    def stop(self) -> dict[str, float]:
+        self._stop.set()
+        self.join()
+        return self.peak_mb
+
+
 def children_usage() -> resource.struct_rusage:
     return resource.getrusage(resource.RUSAGE_CHILDREN)
 
 
 def run_reelgen(
     catalog: Path, out: Path, state: Path
-) -> tuple[float, float, dict[str, dict[str, float]], int]:
+) -> tuple[float, float, dict[str, dict[str, float]], dict[str, float]]:
     settings = load_settings(out=str(out), state_dir=state, codec_threads=CODEC_THREADS)
     before, cpu0 = children_usage(), time.process_time()
+    peaks = PeakRss()
+    peaks.start()
     started = time.perf_counter()
     with open(os.devnull, "w") as quiet:
         outcome = run_catalog(settings, catalog, stream=quiet)
     wall = time.perf_counter() - started
+    peak_mb = peaks.stop()
     after = children_usage()
     cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime) + time.process_time() - cpu0
     if outcome.exit_code != 0:
         raise SystemExit(f"reelgen run exited {outcome.exit_code}")
-    return wall, cpu, outcome.stages, after.ru_maxrss
+    return wall, cpu, outcome.stages, peak_mb
 
 
 # --- (d) the render floor
@@ -258,7 +291,7 @@ def main() -> None:
 
     a_wall, a_cpu, a_clock = timed("(a) naive", lambda: run_in_process(entries, config, work / "a", 1))
     b_wall, b_cpu, _ = timed("(b) naive, 4 threads", lambda: run_in_process(entries, config, work / "b", 4))
-    c_wall, c_cpu, c_stages, worker_rss_kb = timed(
+    c_wall, c_cpu, c_stages, peak_mb = timed(
         "(c) reelgen", lambda: run_reelgen(catalog, work / "c", work / "c-state")
     )
     d_wall, d_cpu = timed("(d) render floor", lambda: run_floor(entries, work / "c", work / "d", config))
@@ -276,7 +309,7 @@ def main() -> None:
         )
     print(f"(a) CPU-s per item by stage: {per_item(a_clock.cpu, n)}")
     print(f"(c) CPU-s per item by stage: {per_item({s: v.get('cpu', 0.0) for s, v in c_stages.items()}, n)}")
-    print(f"(c) peak worker RSS {worker_rss_kb / 1024:.0f} MiB")
+    print(f"(c) peak RSS: worker process {peak_mb['worker']:.0f} MiB, inference daemon {peak_mb['daemon']:.0f} MiB")
     result: dict[str, Any] = {
         "a_items_per_min": round(rates["a"], 3),
         "b_items_per_min": round(rates["b"], 3),

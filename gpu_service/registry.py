@@ -38,7 +38,11 @@ from torch import Tensor, nn
 
 from reelgen.errors import ConfigError
 
-BUILTIN_MODULES = ("gpu_service.models.basic", "gpu_service.models.clip_vit", "gpu_service.models.template_match")
+BUILTIN_MODULES = (
+    "gpu_service.models.basic",
+    "gpu_service.models.clip_vit",
+    "gpu_service.models.template_match",
+)
 
 
 class RequestError(ValueError):

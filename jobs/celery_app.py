@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from celery import Celery
 
+from jobs.cron import beat_schedule
 from reelgen.errors import ConfigError
 from reelgen.settings import Settings, load_settings
 
@@ -60,8 +61,6 @@ def configure(celery: Celery, settings: Settings) -> None:
     if settings.redis_url is None:
         return
     check_timeouts(settings)
-    from jobs.schedule import beat_schedule  # jobs.schedule registers its task on this module's app
-
     url = celery_url(settings.redis_url.get_secret_value())
     if celery.conf.broker_url != url and celery._pool is not None:
         # connections pooled for an earlier broker would keep publishing there

@@ -21,6 +21,7 @@ from reelgen.errors import CatalogError, ConfigError, JobNotFound, JobStateError
 from reelgen.settings import Settings, load_settings
 
 EXIT_USAGE = 2
+DELEGATED = ("flower", "gpu-daemon")
 
 
 def _settings(args: argparse.Namespace, **overrides: Any) -> Settings:
@@ -354,7 +355,14 @@ def _exit_on_sigterm(signum: int, frame: object) -> None:
 def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    passthrough = next((at for at, arg in enumerate(argv) if not arg.startswith("-")), None)
+    if passthrough is not None and argv[passthrough] in DELEGATED:
+        # everything after a delegated command is its own (including --help), not reelgen's
+        args = parser.parse_args(argv[: passthrough + 1])
+        args.extra = argv[passthrough + 1 :]
+    else:
+        args = parser.parse_args(argv)
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",

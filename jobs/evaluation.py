@@ -55,7 +55,14 @@ def evaluate(settings: Settings, catalog: Path) -> Iterator[HighlightResult]:
         samples = []
         for segment in plan_segments(info.start_s, info.duration_s, config.sample_fps, settings.segment_s):
             samples += pipeline.sample_segment(
-                entry, info, segment, fetcher, model, PriorityKey(0.0, 0.0), config, settings.threads_per_worker
+                entry,
+                info,
+                segment,
+                fetcher,
+                model,
+                PriorityKey(0.0, 0.0),
+                config,
+                settings.threads_per_worker,
             )
         window = pipeline.choose(info, samples, config).window
         span = (window.start_s, window.end_s)
@@ -76,5 +83,7 @@ def report(results: list[HighlightResult], as_json: bool) -> str:
         f"truth {r.truth[0]:6.2f}-{r.truth[1]:6.2f}  overlap {r.overlap:4.0%}  {'hit' if r.hit else 'MISS'}"
         for r in results
     ]
-    lines.append(f"hit rate {hits}/{len(results)} = {rate:.1%} (a hit overlaps the truth by >= 80% of the window)")
+    lines.append(
+        f"hit rate {hits}/{len(results)} = {rate:.1%} (a hit overlaps the truth by >= 80% of the window)"
+    )
     return "\n".join(lines)

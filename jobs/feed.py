@@ -242,6 +242,8 @@ class JobFeed:
     def finish(self) -> None:
         """The job ended: move the last results into the index and report items gone from the catalog."""
         self.index.flush()
+        # an ended job settles nothing more (stale deliveries find nothing in flight): drop the empty stream
+        self.ledger.redis.delete(self.ledger.results_key(self.job.id))
         final = self.ledger.job(self.job.id)
         if self.job.kind is not JobKind.RETRY and final.exhausted and final.state.value == "completed":
             gone = report_gone(self.store, self.job.id, self.seen)

@@ -10,56 +10,18 @@ items with any recorded result for this config hash and version are skipped.
 from __future__ import annotations
 
 import logging
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 import redis
-from celery.schedules import crontab
 
 from jobs.celery_app import app
+from jobs.cron import NIGHTLY_TASK, SCHEDULE_NAME, last_fire, parse_cron
 from jobs.ledger import JobKind, JobRecord, Ledger, Reprocess
 from jobs.submit import submit_catalog_job
 from reelgen.errors import ConfigError
 from reelgen.settings import Settings, load_settings
 
 log = logging.getLogger(__name__)
-
-NIGHTLY_TASK = "reelgen.nightly"
-SCHEDULE_NAME = "nightly"
-
-
-def parse_cron(text: str) -> crontab:
-    fields = text.split()
-    if len(fields) != 5:
-        raise ConfigError(
-            f"nightly_cron {text!r} must have 5 fields: minute hour day-of-month month day-of-week"
-        )
-    minute, hour, day_of_month, month, day_of_week = fields
-    try:
-        return crontab(
-            minute=minute, hour=hour, day_of_month=day_of_month, month_of_year=month, day_of_week=day_of_week
-        )
-    except ValueError as exc:
-        raise ConfigError(f"nightly_cron {text!r}: {exc}") from exc
-
-
-def _matches(cron: crontab, at: datetime) -> bool:
-    return (
-        at.minute in cron.minute
-        and at.hour in cron.hour
-        and at.day in cron.day_of_month
-        and at.month in cron.month_of_year
-        and at.isoweekday() % 7 in cron.day_of_week
-    )
-
-
-def last_fire(cron: crontab, now: datetime) -> datetime:
-    """The schedule's most recent fire time at or before now (UTC, minute resolution, at most 8 days back)."""
-    at = now.astimezone(UTC).replace(second=0, microsecond=0)
-    for _ in range(8 * 24 * 60):
-        if _matches(cron, at):
-            return at
-        at -= timedelta(minutes=1)
-    return now.astimezone(UTC)
 
 
 def logical_date(settings: Settings, now: datetime | None = None) -> str:
@@ -102,15 +64,3 @@ def nightly(date: str | None = None) -> str:
     ledger = Ledger(redis.Redis.from_url(settings.redis_url.get_secret_value()))
     job, _created = create_nightly(ledger, settings, date or logical_date(settings))
     return job.id
-
-
-def beat_schedule(settings: Settings) -> dict[str, dict[str, object]]:
-    if not settings.nightly_catalog:
-        return {}
-    return {
-        SCHEDULE_NAME: {
-            "task": NIGHTLY_TASK,
-            "schedule": parse_cron(settings.nightly_cron),
-            "options": {"priority": 0},
-        }
-    }

@@ -12,7 +12,7 @@ explicit `--basic-auth=...`/`--auth=...` in extra_args. Without any, Flower is r
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
@@ -53,12 +53,6 @@ class FlowerSettings(BaseModel):
         return value
 
 
-def flower_settings(settings: Settings) -> FlowerSettings:
-    """Settings' nested `flower` field; the defaults until reelgen.settings.Settings declares it."""
-    nested: Any = getattr(settings, "flower", None)
-    return nested if isinstance(nested, FlowerSettings) else FlowerSettings()
-
-
 def _has_option(args: list[str], names: tuple[str, ...]) -> bool:
     return any(arg.split("=", 1)[0] in names for arg in args)
 
@@ -97,7 +91,7 @@ def run_flower(settings: Settings, extra_args: list[str]) -> int:
 
     from jobs.celery_app import configure
 
-    argv = flower_argv(settings, flower_settings(settings), extra_args)
+    argv = flower_argv(settings, settings.flower, extra_args)
     # A fresh app configured like the workers' one, without their task modules: Flower only reads events and
     # talks to workers through the broker, so its pod needs none of the pipeline's imports (torch, PyAV).
     app = Celery("reelgen")

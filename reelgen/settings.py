@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, m
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from gpu_service.config import DaemonSettings
+from monitoring.flower import FlowerSettings
 from reelgen import PIPELINE_VERSION
 from reelgen.errors import ConfigError
 
@@ -84,6 +85,11 @@ class Settings(BaseSettings):
     # --- analysis
     segment_s: float = Field(default=10.0, gt=0, description="seconds of video one sampling task covers")
     daemon: DaemonSettings = Field(default_factory=DaemonSettings)
+
+    # --- operations (#8)
+    metrics_port: int | None = Field(default=None, ge=0, le=65535, description="Prometheus /metrics port")
+    flower: FlowerSettings = Field(default_factory=FlowerSettings)
+    soft_shutdown_s: int = Field(default=60, ge=0, description="Celery worker_soft_shutdown_timeout")
 
     # --- CPU budget
     cpus: int = Field(default_factory=lambda: len(os.sched_getaffinity(0)), ge=1)
@@ -197,11 +203,8 @@ class Settings(BaseSettings):
         )
 
     def masked(self) -> dict[str, Any]:
-        """Settings for display: secrets shown as '***'."""
-        shown: dict[str, Any] = {}
-        for name, value in self.model_dump().items():
-            shown[name] = "***" if isinstance(getattr(self, name), SecretStr) else value
-        return shown
+        """Settings for display: every secret, nested ones included, shown as '**********'."""
+        return self.model_dump(mode="json")
 
 
 def load_settings(**overrides: Any) -> Settings:

@@ -21,7 +21,7 @@ from pydantic import SecretStr
 
 from jobs.redis_server import EmbeddedRedis
 from jobs.sample_catalog import write_sample_catalog
-from monitoring.flower import ALLOW_FLAG, FlowerSettings, flower_argv, flower_settings
+from monitoring.flower import ALLOW_FLAG, FlowerSettings, flower_argv
 from reelgen.errors import ConfigError
 from reelgen.settings import Settings
 
@@ -35,12 +35,6 @@ RUN_FLOWER = (
     "import sys; from monitoring.flower import run_flower; from reelgen.settings import load_settings; "
     "sys.exit(run_flower(load_settings(), sys.argv[1:]))"
 )
-
-
-class WithFlower(Settings):
-    """Settings with the nested `flower` field that reelgen.settings is to declare (issue #8)."""
-
-    flower: FlowerSettings = FlowerSettings()
 
 
 def test_flower_refuses_to_start_without_auth() -> None:
@@ -81,10 +75,9 @@ def test_flower_auth_from_settings_or_arguments() -> None:
 def test_flower_settings_nest_in_reelgen_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("REELGEN_FLOWER__BASIC_AUTH", "env-user:env-pw")
     monkeypatch.setenv("REELGEN_FLOWER__PORT", "5600")
-    nested = flower_settings(WithFlower(redis_url=BROKER))
+    nested = Settings(redis_url=BROKER).flower
     assert nested.basic_auth is not None and nested.basic_auth.get_secret_value() == "env-user:env-pw"
     assert nested.port == 5600
-    assert flower_settings(Settings(redis_url=BROKER)) == FlowerSettings()  # until Settings declares it
 
 
 @pytest.mark.parametrize("value", ["s3cr3t", ":s3cr3t", "s3cr3t:", "a:s3cr3t,c"])

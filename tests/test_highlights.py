@@ -23,7 +23,9 @@ def _samples(values: list[float], cut_at: int | None = None) -> list[SampleScore
     signature_a = [1.0] + [0.0] * 127
     signature_b = [0.0] * 127 + [1.0]
     return [
-        SampleScore(k / 2, v, 0.5, (10.0, 10.0, 50.0, 50.0), signature_b if cut_at and k >= cut_at else signature_a)
+        SampleScore(
+            k / 2, v, 0.5, (10.0, 10.0, 50.0, 50.0), signature_b if cut_at and k >= cut_at else signature_a
+        )
         for k, v in enumerate(values)
     ]
 

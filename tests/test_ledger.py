@@ -121,9 +121,15 @@ def test_job_control_transitions(redis_client: redis.Redis) -> None:
 
 def test_active_jobs_order_by_class_then_submission(redis_client: redis.Redis) -> None:
     ledger = Ledger(redis_client)
-    first = ledger.create_job(kind=JobKind.BACKFILL, catalog="c", out="o", config_hash="h", config={}, priority=2)
-    second = ledger.create_job(kind=JobKind.BACKFILL, catalog="c", out="o", config_hash="h", config={}, priority=2)
-    urgent = ledger.create_job(kind=JobKind.NIGHTLY, catalog="c", out="o", config_hash="h", config={}, priority=0)
+    first = ledger.create_job(
+        kind=JobKind.BACKFILL, catalog="c", out="o", config_hash="h", config={}, priority=2
+    )
+    second = ledger.create_job(
+        kind=JobKind.BACKFILL, catalog="c", out="o", config_hash="h", config={}, priority=2
+    )
+    urgent = ledger.create_job(
+        kind=JobKind.NIGHTLY, catalog="c", out="o", config_hash="h", config={}, priority=0
+    )
     assert ledger.active_jobs() == [urgent.id, first.id, second.id]
 
 

@@ -38,7 +38,10 @@ def inference() -> LocalInference:
 
 
 def _score(inference: LocalInference, frames: list[np.ndarray], product: np.ndarray) -> list[FrameScore]:
-    small = [(float(i), cv2.resize(f, (ANALYSIS_WIDTH, 216), interpolation=cv2.INTER_AREA)) for i, f in enumerate(frames)]
+    small = [
+        (float(i), cv2.resize(f, (ANALYSIS_WIDTH, 216), interpolation=cv2.INTER_AREA))
+        for i, f in enumerate(frames)
+    ]
     return score_frames(inference, small, product_template(product), KEY, (1280, 720))
 
 
@@ -51,7 +54,7 @@ def test_product_frames_outscore_empty_frames_and_box_is_found(inference: LocalI
     empty, present = _score(inference, [_scene(None, 0, 0, 0), _scene(product, 300, 600, 200)], product)
     assert present.match > 0.6 > empty.match
     assert present.box is not None
-    x0, y0, x1, y1 = present.box
+    x0, y0, _x1, y1 = present.box
     assert abs(x0 - 600) < 40 and abs(y0 - 200) < 40 and abs((y1 - y0) - 300) < 80
 
 
@@ -89,7 +92,9 @@ def test_bigger_and_sharper_appearance_scores_higher(inference: LocalInference) 
 
 
 def test_black_frame_has_no_quality(inference: LocalInference) -> None:
-    black, textured = _score(inference, [np.zeros((720, 1280, 3), np.uint8), _scene(None, 0, 0, 0)], _product())
+    black, textured = _score(
+        inference, [np.zeros((720, 1280, 3), np.uint8), _scene(None, 0, 0, 0)], _product()
+    )
     assert black.quality == pytest.approx(0.0, abs=1e-6) and textured.quality > 0.1
 
 

@@ -37,5 +37,5 @@ def test_config_hash_tracks_output_settings_only() -> None:
 def test_secrets_are_masked(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("REELGEN_REDIS_URL", "redis://:hunter2@redis:6379/0")
     shown = load_settings().masked()
-    assert shown["redis_url"] == "***"
+    assert shown["redis_url"] == "**********"
     assert "hunter2" not in repr(shown)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from jobs.sample_catalog import load_truth, write_sample_catalog
-from tests.framing_support import (
+from tests.test_framing_support import (
     Framed,
     centre_acceleration,
     cuts_text,

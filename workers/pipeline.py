@@ -10,7 +10,7 @@ import shutil
 import tempfile
 import time
 from contextlib import AbstractContextManager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -18,15 +18,16 @@ import av
 import cv2
 import numpy as np
 
+from gpu_service.scheduler import PriorityKey
 from jobs.catalog import CatalogEntry
 from reelgen import PIPELINE_VERSION, __version__
 from reelgen.errors import ImageError
 from reelgen.settings import OutputConfig, Settings
 from storage.manifest import clip_key, manifest_key, write_manifest
 from storage.store import ObjectStore
-from workers.framing import CropPath, CropRect, aspect_size, static_subject_path
+from workers.framing import CropPath, CropRect, aspect_size, plan_framing, static_subject_path, text_union
 from workers.render import EncodeOptions, OutputSpec, render_window
-from gpu_service.scheduler import PriorityKey
+from workers.saliency import saliency, subject_boxes
 from workers.scoring import (
     ANALYSIS_WIDTH,
     Inference,
@@ -36,11 +37,13 @@ from workers.scoring import (
     shot_signature,
 )
 from workers.segments import Segment
+from workers.text_detection import detect_text, refine_text_times, text_sample_times
 from workers.video import Frame, VideoInfo, VideoSource
 from workers.windows import Window, best_window, detect_cuts
 
 # A match this strong means the product is on screen; weaker best matches are background texture.
 SUBJECT_MATCH = 0.45
+TEXT_MAX_SIDE = 736
 
 
 class SourceOpener(Protocol):
@@ -58,6 +61,10 @@ class Analysis:
     #: per aspect label: crop path key times and rectangles (x, y, w, h)
     crop_keys: dict[str, list[tuple[float, int, int, int, int]]]
     subject_boxes: list[tuple[float, float, float, float, float]]
+    #: per aspect label: whether required text forced padding instead of a crop
+    padded: dict[str, bool] = field(default_factory=dict)
+    #: text regions (source pixels) on screen during the window, merged
+    text_boxes: list[tuple[float, float, float, float]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -70,6 +77,8 @@ class Analysis:
             cuts=list(data["cuts"]),
             crop_keys={k: [tuple(r) for r in v] for k, v in data["crop_keys"].items()},  # type: ignore[misc]
             subject_boxes=[tuple(b) for b in data["subject_boxes"]],  # type: ignore[misc]
+            padded=dict(data.get("padded", {})),
+            text_boxes=[tuple(b) for b in data.get("text_boxes", [])],  # type: ignore[misc]
         )
 
     def crop_path(self, aspect: str) -> CropPath:
@@ -171,13 +180,63 @@ def choose(info: VideoInfo, samples: list[SampleScore], config: OutputConfig) ->
     for pair in config.aspect_pairs:
         size = aspect_size(pair, info.width, info.height, config.max_output_side)
         crops = static_subject_path(size, info.width, info.height, [b[1:] for b in subject], window.start_s)
-        crop_keys[size.label] = [(t, r.x, r.y, r.w, r.h) for t, r in zip(crops.times, crops.rects, strict=True)]
+        crop_keys[size.label] = [
+            (t, r.x, r.y, r.w, r.h) for t, r in zip(crops.times, crops.rects, strict=True)
+        ]
     return Analysis(
         window=window,
         curve=[(round(s.t, 3), round(s.value, 4)) for s in samples],
         cuts=[round(c + info.start_s, 3) for c in cuts],
         crop_keys=crop_keys,
         subject_boxes=[tuple(round(v, 1) for v in b) for b in subject],  # type: ignore[misc]
+    )
+
+
+def _subject_near(
+    analysis: Analysis, t: float, within_s: float = 0.25
+) -> tuple[float, float, float, float] | None:
+    """The main-image match box sampled nearest to t, if one lies within `within_s`."""
+    near = [b for b in analysis.subject_boxes if abs(b[0] - t) <= within_s]
+    best = min(near, key=lambda b: abs(b[0] - t), default=None)
+    return None if best is None else (best[1], best[2], best[3], best[4])
+
+
+def frame_window(
+    entry: CatalogEntry,
+    info: VideoInfo,
+    analysis: Analysis,
+    opener: SourceOpener,
+    config: OutputConfig,
+    threads: int,
+) -> Analysis:
+    """Plan text-safe, subject-following crops for every aspect over the chosen window.
+
+    Text is detected at text_detection.TEXT_FPS on frames with the long side at most TEXT_MAX_SIDE, its appearance times refined
+    on a dense quarter-size decode; the subject is the main-image match, or spectral saliency where there is none.
+    """
+    window = analysis.window
+    size = (info.width, info.height)
+    width = min(info.width, round(info.width * TEXT_MAX_SIDE / max(size)))
+    with opener.local_path(entry.video) as path, VideoSource(path, threads=threads) as source:
+        frames = source.sample(text_sample_times(window.start_s, window.end_s), width)
+        dense = [
+            (f.t, cv2.cvtColor(f.rgb, cv2.COLOR_RGB2GRAY))
+            for f in source.frames(frames[0].t, frames[-1].t + 1e-3, width=max(16, info.width // 4))
+        ]
+    boxes = detect_text([f.rgb for f in frames], source_size=size)
+    text = refine_text_times([(f.t, b) for f, b in zip(frames, boxes, strict=True)], dense, size)
+    salient = saliency([f.rgb for f in frames], boxes, source_size=size)
+    matched = [_subject_near(analysis, f.t) for f in frames]
+    subject = list(zip([f.t for f in frames], subject_boxes(matched, salient), strict=True))
+    plans = plan_framing(
+        window.start_s, window.end_s, info.width, info.height, config.aspect_pairs, subject, text,
+        analysis.cuts, max_side=config.max_output_side,
+    )  # fmt: skip
+    return replace(
+        analysis,
+        crop_keys={label: plan.key_tuples() for label, plan in plans.items()},
+        padded={label: plan.padded for label, plan in plans.items()},
+        text_boxes=[tuple(round(v, 1) for v in b) for b in text_union(text, window.start_s, window.end_s)],  # type: ignore[misc]
     )
 
 
@@ -214,6 +273,7 @@ def render_and_publish(
                     height=size.out_h,
                     crop_at=analysis.crop_path(size.label),
                     path=scratch / f"{size.file_stem}.mp4",
+                    padded=analysis.padded.get(size.label, False),
                 )
             )
         window = analysis.window
@@ -248,8 +308,11 @@ def render_and_publish(
                 "score": window.score,
                 "truncated": window.truncated,
             },
-            "text_boxes": [],
-            "text_detection": "none",
+            "text_boxes": [list(b) for b in analysis.text_boxes],
+            "text_detection": "rapidocr PP-OCRv4 det",
+            "curve": analysis.curve,
+            "cuts": analysis.cuts,
+            "subject_boxes": analysis.subject_boxes,
             "outputs": outputs,
             "config_hash": config.config_hash,
             "scorer": config.scorer,

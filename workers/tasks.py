@@ -27,6 +27,7 @@ from gpu_service.scheduler import PriorityKey
 from jobs.catalog import CatalogEntry
 from jobs.celery_app import PRIORITY_RENDER, PRIORITY_SAMPLE, PRIORITY_SELECT, app
 from jobs.ledger import JobState, Ledger
+from monitoring.metrics import count_item, observe_stage
 from reelgen.errors import InternalError, ItemTimeout, ReelgenError
 from reelgen.settings import OutputConfig, Settings, load_settings
 from storage.cache import NodeCache
@@ -66,7 +67,9 @@ class WorkerContext:
         inference = InferenceClient(
             settings.daemon_socket, settings.daemon.request_timeout_s, settings.daemon.max_in_flight
         )
-        return cls(settings, Ledger(client), SegmentResults(client), Fetcher(settings, cache), inference, work_dir)
+        return cls(
+            settings, Ledger(client), SegmentResults(client), Fetcher(settings, cache), inference, work_dir
+        )
 
     def config(self, job_id: str) -> OutputConfig:
         if job_id not in self._configs:
@@ -116,7 +119,9 @@ def _guarded(task: Task, job_id: str, entry: CatalogEntry, stage: Callable[[Work
     task_id = task.request.id or task.name
     # renews the item's lease; a task id still open from an earlier delivery means that delivery killed its
     # worker, and after crash_limit of those the ledger dead-letters the item (-1) instead of looping
-    begun = ctx.ledger.begin_task(job_id, entry.item_id, task_id, ctx.settings.lease_s, ctx.settings.crash_limit)
+    begun = ctx.ledger.begin_task(
+        job_id, entry.item_id, task_id, ctx.settings.lease_s, ctx.settings.crash_limit
+    )
     if begun <= 0:
         raise Ignore()  # dead-lettered now, or no longer in flight (settled, cancelled)
     try:
@@ -132,7 +137,9 @@ def _run_stage(
     try:
         result = stage(ctx)
         stage_name = task.name.rsplit(".", 1)[-1]
-        ctx.ledger.record_stage(job_id, stage_name, time.process_time() - cpu0, time.perf_counter() - wall0)
+        cpu_s, wall_s = time.process_time() - cpu0, time.perf_counter() - wall0
+        ctx.ledger.record_stage(job_id, stage_name, cpu_s, wall_s)
+        observe_stage(stage_name, wall_s, cpu_s)
         return result
     except (Ignore, Retry):
         raise
@@ -140,6 +147,7 @@ def _run_stage(
         error: ReelgenError = ItemTimeout(f"{task.name} ran past its soft time limit")
     except ReelgenError as exc:
         if exc.transient and task.request.retries < ctx.settings.task_retries:
+            count_item("retried", type(exc).__name__)
             raise task.retry(exc=exc, countdown=min(60, 2 ** (task.request.retries + 1))) from exc
         error = exc
     except Exception as exc:
@@ -147,7 +155,8 @@ def _run_stage(
         error = InternalError(f"{type(exc).__name__}: {exc}")
     name = type(error).__name__
     log.warning("item %s failed: %s: %s", entry.item_id, name, error)
-    ctx.ledger.fail(job_id, entry.item_id, name, str(error), entry=entry.as_dict())
+    if ctx.ledger.fail(job_id, entry.item_id, name, str(error), entry=entry.as_dict()):
+        count_item("failed", name)
     raise Ignore()
 
 
@@ -157,7 +166,10 @@ def prepare(self: Task, job_id: str, entry_json: dict[str, Any], token: int | No
     ctx = context()
     if ctx.ledger.job(job_id).state is JobState.CANCELLED:
         raise Ignore()
-    if self.request.retries == 0 and ctx.ledger.start(job_id, entry.item_id, ctx.settings.lease_s, token) == 0:
+    if (
+        self.request.retries == 0
+        and ctx.ledger.start(job_id, entry.item_id, ctx.settings.lease_s, token) == 0
+    ):
         raise Ignore()  # a stale delivery: the item is no longer in flight, or was re-dispatched since
 
     def run(ctx: WorkerContext) -> None:
@@ -212,7 +224,11 @@ def select(self: Task, state: dict[str, Any]) -> None:
             for result in results
             for s in result["samples"]
         ]
-        analysis = pipeline.choose(pipeline.info_from_json(state["info"]), samples, ctx.config(job_id))
+        info, config = pipeline.info_from_json(state["info"]), ctx.config(job_id)
+        chosen = pipeline.choose(info, samples, config)
+        analysis = pipeline.frame_window(
+            entry, info, chosen, ctx.fetcher, config, ctx.settings.threads_per_worker
+        )
         render.apply_async((dict(state, analysis=analysis.to_json()),), priority=PRIORITY_RENDER)
         ctx.segments.clear(job_id, entry.item_id)
 
@@ -236,7 +252,8 @@ def render(self: Task, state: dict[str, Any]) -> None:
             work_dir=ctx.work_dir,
             job_id=job_id,
         )
-        ctx.ledger.finish(job_id, entry.item_id)
+        if ctx.ledger.finish(job_id, entry.item_id):
+            count_item("done")
 
     _guarded(self, job_id, entry, run)
     log.info("item %s done (pid %d)", entry.item_id, os.getpid())

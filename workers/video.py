@@ -242,10 +242,10 @@ class VideoSource:
             if t >= start:
                 yield frame
 
-    def frames(self, start: float, end: float) -> Iterator[Frame]:
+    def frames(self, start: float, end: float, width: int | None = None) -> Iterator[Frame]:
         """Every frame whose presentation time lies in [start, end), as RGB in display orientation."""
         for frame in self.raw_frames(start, end):
-            yield Frame(float(frame.time), self._to_rgb(frame))
+            yield Frame(float(frame.time), self._to_rgb(frame, width))
 
     def sample(self, times: Sequence[float], width: int | None = None) -> list[Frame]:
         """For each target time (ascending), the frame on screen at that time.

@@ -309,7 +309,9 @@ def main() -> None:
         )
     print(f"(a) CPU-s per item by stage: {per_item(a_clock.cpu, n)}")
     print(f"(c) CPU-s per item by stage: {per_item({s: v.get('cpu', 0.0) for s, v in c_stages.items()}, n)}")
-    print(f"(c) peak RSS: worker process {peak_mb['worker']:.0f} MiB, inference daemon {peak_mb['daemon']:.0f} MiB")
+    print(
+        f"(c) peak RSS: worker process {peak_mb['worker']:.0f} MiB, inference daemon {peak_mb['daemon']:.0f} MiB"
+    )
     result: dict[str, Any] = {
         "a_items_per_min": round(rates["a"], 3),
         "b_items_per_min": round(rates["b"], 3),

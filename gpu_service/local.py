@@ -19,14 +19,17 @@ from gpu_service.scheduler import PriorityKey
 
 
 class LocalInference:
-    def __init__(self, device: str = "cpu", modules: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, device: str = "cpu", modules: tuple[str, ...] = (), weights: Mapping[str, str] | None = None
+    ) -> None:
         self.device = torch.device(device)
+        self.weights = dict(weights or {})
         registry.import_modules(modules)
         self._models: dict[str, LoadedModel] = {}
 
     def _model(self, name: str) -> LoadedModel:
         if name not in self._models:
-            self._models[name] = registry.create(name, self.device)
+            self._models[name] = registry.create(name, self.device, self.weights.get(name))
         return self._models[name]
 
     @torch.inference_mode()

@@ -25,7 +25,6 @@ and naming that module in DaemonSettings.model_modules (or importing it from gpu
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -36,10 +35,12 @@ from urllib.parse import unquote, urlparse
 import torch
 from torch import Tensor, nn
 
+from gpu_service.weights import file_digest
 from reelgen.errors import ConfigError
 
 BUILTIN_MODULES = (
     "gpu_service.models.basic",
+    "gpu_service.models.clip_scorer",
     "gpu_service.models.clip_vit",
     "gpu_service.models.template_match",
 )
@@ -66,6 +67,10 @@ class InferenceModel(nn.Module):
     context_inputs: ClassVar[Mapping[str, int]] = {}
     #: a request the daemon runs at every bucket size before reporting ready
     warmup_frame_shape: tuple[int, int, int] = (224, 224, 3)
+    #: what `weights` must point at, for the error that says how to set them; a model with no built-in
+    #: initialisation (its architecture comes from the weights) sets `requires_weights`
+    weights_hint: ClassVar[str] = "a state_dict file (torch.save)"
+    requires_weights: ClassVar[bool] = False
 
     def check(self, frames_shape: tuple[int, ...], context: Mapping[str, ArrayShape]) -> None:
         unknown = sorted(set(context) - set(self.context_inputs))
@@ -83,6 +88,23 @@ class InferenceModel(nn.Module):
 
     def prepare_context(self, context: Mapping[str, Tensor]) -> dict[str, Tensor]:
         return dict(context)
+
+    def load_weights(self, path: Path) -> str:
+        """Load weights from a local path (create() resolved any file:// URI); returns their digest.
+
+        The default loads a state_dict file; models whose weights are a folder (a Hugging Face model
+        directory, say) override this and digest what they read.
+        """
+        if not path.is_file():
+            raise ConfigError(f"weights not found at {path}; expected {self.weights_hint}")
+        state = torch.load(path, map_location="cpu", weights_only=True)
+        if isinstance(state, dict) and "state_dict" in state:
+            state = state["state_dict"]
+        try:
+            self.load_state_dict(state, strict=True)
+        except RuntimeError as exc:
+            raise ConfigError(f"weights at {path} do not fit: {exc}") from exc
+        return file_digest(path)
 
     def warmup_context(self, device: torch.device) -> dict[str, Tensor]:
         """A request's raw context (as a client would send it) for warm-up runs; models that need one say so."""
@@ -131,14 +153,6 @@ def weights_path(uri: str) -> Path:
     )
 
 
-def file_digest(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 @dataclass(frozen=True)
 class LoadedModel:
     name: str
@@ -148,23 +162,22 @@ class LoadedModel:
 
 
 def create(name: str, device: torch.device, weights: str | None = None) -> LoadedModel:
-    """Build a registered model on `device`, loading a state_dict when `weights` is given."""
+    """Build a registered model on `device`, loading its weights (InferenceModel.load_weights) when given."""
     if name not in _REGISTRY:
         raise ConfigError(f"unknown model {name!r}; registered: {names()}")
     module = _REGISTRY[name]()
     digest = "builtin"
     if weights is not None:
-        path = weights_path(weights)
-        if not path.is_file():
-            raise ConfigError(f"weights for {name!r} not found at {path}")
-        state = torch.load(path, map_location="cpu", weights_only=True)
-        if isinstance(state, dict) and "state_dict" in state:
-            state = state["state_dict"]
         try:
-            module.load_state_dict(state, strict=True)
-        except RuntimeError as exc:
-            raise ConfigError(f"weights at {path} do not fit model {name!r}: {exc}") from exc
-        digest = file_digest(path)
+            digest = module.load_weights(weights_path(weights))
+        except ConfigError as exc:
+            raise ConfigError(f"model {name!r}: {exc}") from exc
+    elif module.requires_weights:
+        raise ConfigError(
+            f"model {name!r} has no built-in weights: point it at {module.weights_hint} with "
+            f'REELGEN_DAEMON__WEIGHTS=\'{{"{name}": "/path"}}\' (DaemonSettings.weights) or the daemon\'s '
+            f"--weights {name}=/path"
+        )
     module = module.to(device).eval()
     module.requires_grad_(False)
     return LoadedModel(name=name, module=module, weights=weights, digest=digest)

@@ -6,7 +6,6 @@ On Kubernetes the daemon is its own container and the kubelet restarts it; local
 from __future__ import annotations
 
 import logging
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +14,7 @@ from types import TracebackType
 from gpu_service.client import wait_until_ready
 from gpu_service.config import DaemonSettings
 from reelgen.errors import DaemonUnavailable
+from reelgen.processes import terminate
 
 log = logging.getLogger(__name__)
 
@@ -53,14 +53,7 @@ class DaemonProcess:
 
     def stop(self, timeout_s: float = 20.0) -> None:
         process, self._process = self._process, None
-        if process is None or process.poll() is not None:
-            return
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout_s)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        terminate(process, timeout_s)
 
     def __enter__(self) -> DaemonProcess:
         self.start()

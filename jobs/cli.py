@@ -230,6 +230,26 @@ def _cmd_sample_catalog(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_eval_highlights(args: argparse.Namespace) -> int:
+    from jobs.evaluation import evaluate, report
+
+    results = list(evaluate(load_settings(), Path(args.catalog)))
+    print(report(results, as_json=args.json))
+    return 0
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from monitoring.report import load_manifests, write_report
+
+    out = Path(args.run)
+    manifests = load_manifests(out)
+    if not manifests:
+        raise ConfigError(f"no manifests under {out} (give the --out folder of a run)")
+    page = write_report(manifests, Path(args.dest) if args.dest else out / "report", title=f"reelgen run {out}")
+    print(page)
+    return 0
+
+
 def _cmd_config(args: argparse.Namespace) -> int:
     from jobs.celery_app import check_timeouts
 
@@ -340,6 +360,18 @@ def build_parser() -> argparse.ArgumentParser:
     sample.add_argument("--max-duration", type=float, default=30.0)
     sample.add_argument("--hard-cases", action="store_true", help="also write the distorted hard cases")
     sample.set_defaults(func=_cmd_sample_catalog)
+
+    evaluation = commands.add_parser(
+        "eval-highlights", help="hit rate of chosen windows against a generated catalog's ground truth"
+    )
+    evaluation.add_argument("catalog", help="a catalog written by `reelgen sample-catalog`")
+    evaluation.add_argument("--json", action="store_true")
+    evaluation.set_defaults(func=_cmd_eval_highlights)
+
+    report = commands.add_parser("report", help="write a static HTML report of a run's output folder")
+    report.add_argument("run", help="the run's local output folder (its --out)")
+    report.add_argument("--dest", help="folder for the report (default: RUN/report)")
+    report.set_defaults(func=_cmd_report)
 
     config = commands.add_parser("config", help="show the effective settings")
     config.add_argument("--show", action="store_true", help="print settings with secrets masked (default)")

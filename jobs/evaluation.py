@@ -46,7 +46,7 @@ def overlap_fraction(window: tuple[float, float], truth: tuple[float, float]) ->
 def evaluate(settings: Settings, catalog: Path) -> Iterator[HighlightResult]:
     config = settings.output_config()
     fetcher = Fetcher(settings)
-    model = LocalInference()
+    model = LocalInference(weights=settings.daemon.weights)
     for _, entry in read_catalog(catalog):
         if not isinstance(entry, CatalogEntry):
             continue

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import logging
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
 from types import TracebackType
 
 from jobs.celery_app import QUEUE
+from reelgen.processes import terminate
 
 log = logging.getLogger(__name__)
 
@@ -56,14 +56,7 @@ class WorkerPool:
 
     def stop(self, timeout_s: float = 30.0) -> None:
         process, self._process = self._process, None
-        if process is None or process.poll() is not None:
-            return
-        process.send_signal(signal.SIGTERM)  # Celery's warm shutdown: finish running tasks, take no more
-        try:
-            process.wait(timeout_s)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        terminate(process, timeout_s)  # Celery's warm shutdown: finish running tasks, take no more
 
     def __enter__(self) -> WorkerPool:
         self.start()

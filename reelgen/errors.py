@@ -123,3 +123,15 @@ class LeaseExpired(ReelgenError):
 
 class ItemGone(ReelgenError):
     """An item with outputs no longer appears in the catalog; reported, its outputs are never deleted."""
+
+
+# --- faults and hostile input (#9)
+
+
+class DiskFull(ReelgenError):
+    """The worker's work folder has no space left (ENOSPC/EDQUOT) for a render's scratch files.
+
+    Transient: other renders' scratch files are removed as they finish, so a retry may fit.
+    """
+
+    transient = True

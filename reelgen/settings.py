@@ -10,12 +10,13 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from gpu_service.config import DaemonSettings
+from gpu_service.weights import weights_digest
 from monitoring.flower import FlowerSettings
 from reelgen import PIPELINE_VERSION
 from reelgen.errors import ConfigError
@@ -41,6 +42,8 @@ class OutputConfig(BaseModel):
     window_s: float
     sample_fps: float
     scorer: str
+    #: digest of the scorer's weights ("" for the weight-free default): other weights, other output
+    scorer_weights: str = ""
     crf: int
     preset: str
     audio_bitrate: int
@@ -76,7 +79,7 @@ class Settings(BaseSettings):
     aspects: Annotated[tuple[str, ...], NoDecode] = DEFAULT_ASPECTS
     window_s: float = Field(default=5.0, gt=0.5, le=60)
     sample_fps: float = Field(default=2.0, gt=0, le=30)
-    scorer: str = "template"
+    scorer: Literal["template", "clip"] = "template"
     crf: int = Field(default=21, ge=0, le=51)
     preset: str = "veryfast"
     audio_bitrate: int = Field(default=128_000, ge=32_000, le=512_000)
@@ -189,6 +192,24 @@ class Settings(BaseSettings):
     def resolved_cache_dir(self) -> Path:
         return self.cache_dir or self.state_dir / "cache"
 
+    @model_validator(mode="after")
+    def _check_scorer(self) -> Settings:
+        if self.scorer == "clip" and not ("clip" in self.daemon.models and "clip" in self.daemon.weights):
+            raise ValueError(
+                "scorer 'clip' needs REELGEN_DAEMON__MODELS to include clip and "
+                'REELGEN_DAEMON__WEIGHTS=\'{"clip": "/path/to/clip"}\''
+            )
+        return self
+
+    def _scorer_weights_digest(self) -> str:
+        uri = self.daemon.weights.get(self.scorer)
+        if uri is None:
+            return ""
+        path = Path(uri.removeprefix("file://"))
+        if not path.exists():
+            raise ConfigError(f"weights for scorer {self.scorer!r} not found at {path}")
+        return weights_digest(path)[:16]
+
     def output_config(self) -> OutputConfig:
         return OutputConfig(
             out=self.out,
@@ -196,6 +217,7 @@ class Settings(BaseSettings):
             window_s=self.window_s,
             sample_fps=self.sample_fps,
             scorer=self.scorer,
+            scorer_weights=self._scorer_weights_digest(),
             crf=self.crf,
             preset=self.preset,
             audio_bitrate=self.audio_bitrate,

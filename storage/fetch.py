@@ -69,6 +69,16 @@ def shown(url: str) -> str:
     return f"{parsed.scheme}://{host}{port}{parsed.path}{query}"
 
 
+def scrubbed(text: str, url: str) -> str:
+    """text (e.g. an HTTP client's error message, which quotes the request path) without url's password and
+    query, which may carry credentials or signatures."""
+    parsed = urlparse(url)
+    for secret in (parsed.query, parsed.password):
+        if secret:
+            text = text.replace(secret, "...")
+    return text
+
+
 def forbidden_reason(address: IPAddress) -> str | None:
     """Why address may not be fetched from when private addresses are refused, or None if it is public."""
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
@@ -303,7 +313,7 @@ class HttpDownloader:
                     headers={"Accept-Encoding": "identity"},
                 )
             except (requests.ConnectionError, requests.Timeout) as exc:
-                raise _Retryable(f"connection failed: {exc}") from exc
+                raise _Retryable(f"connection failed: {scrubbed(str(exc), url)}") from exc
             if response.status_code not in _REDIRECTS or "location" not in response.headers:
                 return response
             response.close()
@@ -338,7 +348,7 @@ class HttpDownloader:
                         )
                     out.write(chunk)
         except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError) as exc:
-            raise _Retryable(f"download interrupted: {exc}") from exc
+            raise _Retryable(f"download interrupted: {scrubbed(str(exc), url)}") from exc
         return written
 
 

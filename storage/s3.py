@@ -33,7 +33,11 @@ _DENIED_CODES = frozenset({"AccessDenied", "403", "Forbidden"})
 
 
 def make_client(
-    *, endpoint_url: str | None = None, region: str | None = None, max_attempts: int = MAX_ATTEMPTS
+    *,
+    endpoint_url: str | None = None,
+    region: str | None = None,
+    max_attempts: int = MAX_ATTEMPTS,
+    read_timeout_s: float = 60.0,
 ) -> Any:
     """An S3 client from the standard AWS chain, with bounded botocore retries.
 
@@ -41,9 +45,9 @@ def make_client(
     clients from; clients themselves are thread-safe.
     """
     config = Config(
-        retries={"mode": "standard", "max_attempts": max_attempts},
+        retries={"mode": "standard", "total_max_attempts": max_attempts},
         connect_timeout=10,
-        read_timeout=60,
+        read_timeout=read_timeout_s,
         request_checksum_calculation="when_supported",
         response_checksum_validation="when_supported",
     )

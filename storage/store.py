@@ -6,8 +6,10 @@ reader never sees half an object. The S3 backend lives in storage/s3.py.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
+import socket
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -41,6 +43,37 @@ class ObjectStore(Protocol):
         ...
 
 
+def process_tag() -> str:
+    """This process on this host, as temporary names carry it: <host hash>.<pid>."""
+    host = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
+    return f"{host}.{os.getpid()}"
+
+
+def left_by_dead_process(tag: str) -> bool:
+    """Whether a temporary name's tag (see process_tag) names a process of this host that no longer exists."""
+    host, _, pid = tag.partition(".")
+    if host != process_tag().split(".", 1)[0] or not pid.isdigit():
+        return False  # another host's, or not ours at all: never touched
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+def sweep_dead(folder: Path, prefix: str) -> None:
+    """Remove what dead processes of this host left in folder under names `<prefix><tag>-<random>`."""
+    for stale in folder.glob(f"{prefix}*-*"):
+        tag = stale.name[len(prefix) :].split("-", 1)[0]
+        if left_by_dead_process(tag):
+            if stale.is_dir():
+                shutil.rmtree(stale, ignore_errors=True)
+            else:
+                stale.unlink(missing_ok=True)
+
+
 def check_key(key: str) -> str:
     """A key that cannot escape the store's root: relative, no empty, '.' or '..' segments."""
     parts = key.split("/")
@@ -70,7 +103,9 @@ class LocalStore:
         target = self._path(key)
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=target.parent)
+            # a writer killed mid-copy leaves its temporary file; the next write into the folder removes it
+            sweep_dead(target.parent, ".tmp-")
+            fd, tmp = tempfile.mkstemp(prefix=f".tmp-{process_tag()}-", dir=target.parent)
             try:
                 with os.fdopen(fd, "wb") as handle:
                     write(handle)

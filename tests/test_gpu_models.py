@@ -19,6 +19,7 @@ from gpu_service import registry
 from gpu_service.daemon import Daemon
 from gpu_service.models.basic import Probe
 from gpu_service.registry import InferenceModel, Span, register
+from gpu_service.weights import file_digest
 from reelgen.errors import ConfigError
 
 SLOW_BATCH_S = 0.25
@@ -92,7 +93,7 @@ def test_weights_load_from_a_path_including_openai_style_keys(
     loaded = registry.create("clip_vit_b16_image", CPU, f"file://{path}")
     assert torch.equal(loaded.module.state_dict()["visual.proj"], state["visual.proj"])
     assert not torch.equal(loaded.module.state_dict()["visual.proj"], clip.module.state_dict()["visual.proj"])
-    assert loaded.digest == registry.file_digest(path) and len(loaded.digest) == 64
+    assert loaded.digest == file_digest(path) and len(loaded.digest) == 64
     torch.save({"nope": torch.zeros(1)}, tmp_path / "bad.pt")
     with pytest.raises(ConfigError, match="do not fit"):
         registry.create("clip_vit_b16_image", CPU, str(tmp_path / "bad.pt"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -74,6 +75,16 @@ def test_run_produces_clips_and_manifests_and_fails_only_bad_items(catalog: Path
                 assert crop["x"] >= 0 and crop["x"] + crop["w"] <= 640 and crop["y"] + crop["h"] <= 360
     assert not (out / "broken").exists()
     assert not list(out.rglob(".tmp-*"))
+
+    # the run's report: one page linking every item's score curve and contact sheets
+    report = subprocess.run([REELGEN, "report", str(out)], capture_output=True, text=True, timeout=120)
+    assert report.returncode == 0, report.stderr
+    page = Path(report.stdout.strip())
+    html = page.read_text()
+    assert "sku-0001" in html and "sku-0002" in html
+    linked = re.findall(r"<img src=['\"]([^'\"]+)['\"]", html)
+    assert len(linked) >= 2 * 7  # per item: an overview and one contact sheet per aspect
+    assert all((page.parent / src).is_file() for src in linked)
 
     # a second run finds every good item done for this config and redoes nothing
     again = _run(catalog, out, state)

@@ -6,6 +6,7 @@ in workers/tasks.py only wrap these with ledger bookkeeping.
 
 from __future__ import annotations
 
+import errno
 import shutil
 import tempfile
 import time
@@ -21,10 +22,11 @@ import numpy as np
 from gpu_service.scheduler import PriorityKey
 from jobs.catalog import CatalogEntry
 from reelgen import PIPELINE_VERSION, __version__
-from reelgen.errors import ImageError
+from reelgen.errors import DiskFull, ImageError
 from reelgen.settings import OutputConfig, Settings
+from storage.fetch import shown
 from storage.manifest import clip_key, manifest_key, write_manifest
-from storage.store import ObjectStore
+from storage.store import ObjectStore, left_by_dead_process, process_tag
 from workers.framing import CropPath, CropRect, aspect_size, plan_framing, static_subject_path, text_union
 from workers.render import EncodeOptions, OutputSpec, render_window
 from workers.saliency import saliency, subject_boxes
@@ -32,6 +34,7 @@ from workers.scoring import (
     ANALYSIS_WIDTH,
     Inference,
     frame_value,
+    item_text,
     product_template,
     score_frames,
     shot_signature,
@@ -130,10 +133,25 @@ def sample_times(info: VideoInfo, fps: float) -> list[float]:
 
 
 def score_samples(
-    infer: Inference, frames: list[Frame], template: np.ndarray, key: PriorityKey, info: VideoInfo
+    infer: Inference,
+    frames: list[Frame],
+    template: np.ndarray,
+    key: PriorityKey,
+    info: VideoInfo,
+    *,
+    scorer: str = "template",
+    text: str = "",
 ) -> list[SampleScore]:
     """Score analysis-sized frames through the inference daemon and take their shot signatures."""
-    scores = score_frames(infer, [(f.t, f.rgb) for f in frames], template, key, (info.width, info.height))
+    scores = score_frames(
+        infer,
+        [(f.t, f.rgb) for f in frames],
+        template,
+        key,
+        (info.width, info.height),
+        scorer=scorer,
+        text=text,
+    )
     return [
         SampleScore(s.t, s.match, s.quality, s.box, [round(float(v), 5) for v in shot_signature(f.rgb)])
         for s, f in zip(scores, frames, strict=True)
@@ -155,7 +173,8 @@ def sample_segment(
         template = product_template(load_image(image_path))
     with opener.local_path(entry.video) as path, VideoSource(path, threads=threads) as source:
         frames = source.sample_fast(segment.times, 1.0 / config.sample_fps, width=ANALYSIS_WIDTH)
-    return score_samples(infer, frames, template, key, info)
+    text = item_text(entry.title, entry.description)
+    return score_samples(infer, frames, template, key, info, scorer=config.scorer, text=text)
 
 
 def choose(info: VideoInfo, samples: list[SampleScore], config: OutputConfig) -> Analysis:
@@ -240,6 +259,26 @@ def frame_window(
     )
 
 
+def manifest_uri(uri: str) -> str:
+    """A source URI as manifests record it: an http(s) URL without user info and query (credentials or
+    signatures); paths and s3:// URIs as given."""
+    return shown(uri) if uri.lower().startswith(("http://", "https://")) else uri
+
+
+def scratch_dir(work_dir: Path, item_id: str) -> Path:
+    """A fresh scratch folder <item>-<host>.<pid>-<random> in work_dir, after removing the ones that dead
+    processes of this host left there (a worker killed mid-render cannot clean up after itself)."""
+    for stale in work_dir.glob("*-*.*-*"):
+        if left_by_dead_process(stale.name.rsplit("-", 2)[-2]):
+            shutil.rmtree(stale, ignore_errors=True)
+    try:
+        return Path(tempfile.mkdtemp(prefix=f"{item_id}-{process_tag()}-", dir=work_dir))
+    except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise DiskFull(f"no space left in the work folder {work_dir} ({exc})") from exc
+        raise
+
+
 def versions() -> dict[str, str]:
     return {"reelgen": __version__, "pipeline": PIPELINE_VERSION, "pyav": av.__version__}
 
@@ -261,7 +300,7 @@ def render_and_publish(
     An earlier manifest is deleted first so that it can never point at clips this attempt is replacing.
     """
     store.delete(manifest_key(entry.item_id))
-    scratch = Path(tempfile.mkdtemp(prefix=f"{entry.item_id}-", dir=work_dir))
+    scratch = scratch_dir(work_dir, entry.item_id)
     try:
         specs = []
         for pair in config.aspect_pairs:
@@ -299,7 +338,7 @@ def render_and_publish(
             "status": "done",
             "job_id": job_id,
             "created_at": time.time(),
-            "source": info.as_manifest(entry.video),
+            "source": info.as_manifest(manifest_uri(entry.video)),
             "source_version": entry.version,
             "title": entry.title,
             "window": {

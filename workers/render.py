@@ -6,6 +6,8 @@ colour conversion per output (the source's pixels pass through untouched apart f
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -17,7 +19,7 @@ import av.error
 import cv2
 import numpy as np
 
-from reelgen.errors import RenderError, UnreadableVideo
+from reelgen.errors import DiskFull, RenderError, UnreadableVideo
 from workers.framing import CropRect
 from workers.video import VideoSource, quarter_turns
 
@@ -271,7 +273,11 @@ def render_window(
                 writer.close()
         except (av.error.FFmpegError, ValueError) as exc:
             for writer in writers:
-                writer.container.close()
+                with contextlib.suppress(av.error.FFmpegError, OSError):
+                    writer.container.close()
+            if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                folder = specs[0].path.parent if specs else source_path.parent
+                raise DiskFull(f"no space left in the work folder {folder} for the clips ({exc})") from exc
             if isinstance(exc, av.error.FFmpegError) and "decod" in str(exc).lower():
                 raise UnreadableVideo(f"{source_path.name}: decoding the window failed ({exc})") from exc
             raise RenderError(f"{source_path.name}: encoding failed ({exc})") from exc

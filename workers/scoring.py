@@ -1,7 +1,9 @@
-"""Per-frame scores for one item, computed by the inference daemon's `template_match` model.
+"""Per-frame scores for one item, computed by the inference daemon's scorer model.
 
 Workers send frames already scaled to ANALYSIS_WIDTH (the model needs no more), with the product's main image
-trimmed of its studio background as context, and map the model's boxes back to source pixels.
+trimmed of its studio background as context, and map the model's boxes back to source pixels. The scorer is
+OutputConfig.scorer: "template" (the default `template_match` model, no downloaded weights) or "clip" (the
+`clip` model, which also takes the item's title and description as UTF-8 bytes and gives no boxes).
 """
 
 from __future__ import annotations
@@ -15,9 +17,47 @@ import numpy as np
 import numpy.typing as npt
 
 from gpu_service.scheduler import PriorityKey
+from reelgen.errors import ConfigError
 
 ANALYSIS_WIDTH = 384
 SCORER_MODEL = "template_match"
+# CLIP reads at most 77 tokens; more bytes than this only cost shared memory.
+MAX_TEXT_BYTES = 2048
+
+
+@dataclass(frozen=True)
+class ScorerSpec:
+    #: the daemon model that scores frames
+    model: str
+    #: whether the item's title and description go along as context "text"
+    takes_text: bool
+
+
+SCORERS: dict[str, ScorerSpec] = {
+    "template": ScorerSpec(SCORER_MODEL, takes_text=False),
+    "clip": ScorerSpec("clip", takes_text=True),
+}
+
+
+def scorer_spec(name: str) -> ScorerSpec:
+    try:
+        return SCORERS[name]
+    except KeyError:
+        raise ConfigError(f"unknown scorer {name!r}; choose one of {sorted(SCORERS)}") from None
+
+
+def item_text(title: str, description: str = "") -> str:
+    """What a text-reading scorer sees: the title first, so CLIP's 77-token cut drops description, not title."""
+    return "\n".join(part.strip() for part in (title, description) if part and part.strip())
+
+
+def scorer_context(spec: ScorerSpec, template: np.ndarray, text: str) -> dict[str, npt.NDArray[Any]]:
+    context: dict[str, npt.NDArray[Any]] = {"image": template}
+    data = text.encode("utf-8")[:MAX_TEXT_BYTES].decode("utf-8", errors="ignore").encode("utf-8")
+    if spec.takes_text and data:
+        # A copy: np.frombuffer over bytes is read-only, which torch.from_numpy warns about in-process.
+        context["text"] = np.frombuffer(data, dtype=np.uint8).copy()
+    return context
 
 
 class Inference(Protocol):
@@ -67,18 +107,24 @@ def score_frames(
     template: np.ndarray,
     key: PriorityKey,
     source_size: tuple[int, int],
+    *,
+    scorer: str = "template",
+    text: str = "",
 ) -> list[FrameScore]:
-    """Score (t, rgb) analysis frames against the trimmed product image; boxes in source pixels."""
+    """Score (t, rgb) analysis frames against the trimmed product image (and `text`, for scorers that read
+    it); boxes in source pixels, None where the scorer has none (a non-finite box) or found nothing."""
+    spec = scorer_spec(scorer)
     if not frames:
         return []
     batch = np.stack([rgb for _, rgb in frames])
-    out = infer.infer(SCORER_MODEL, batch, key, {"image": template})
+    out = infer.infer(spec.model, batch, key, scorer_context(spec, template, text))
     width, height = source_size
     scale = np.array([width, height, width, height], dtype=np.float64)
     scores = []
     for i, (t, _) in enumerate(frames):
         match = float(out["match"][i])
-        box = tuple(float(v) for v in out["box"][i] * scale) if match > 0 else None
+        found = match > 0 and bool(np.isfinite(out["box"][i]).all())
+        box = tuple(float(v) for v in out["box"][i] * scale) if found else None
         scores.append(FrameScore(t, match, float(out["quality"][i]), box))  # type: ignore[arg-type]
     return scores
 

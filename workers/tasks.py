@@ -143,6 +143,11 @@ def _run_stage(
         return result
     except (Ignore, Retry):
         raise
+    except (redis.ConnectionError, redis.TimeoutError) as exc:
+        # the ledger's Redis is away (a restart): nothing is wrong with the item, so never fail it for this;
+        # the broker redelivers the task, or the lease reaper re-dispatches the item
+        log.warning("item %s: Redis unavailable in %s (%s); retrying", entry.item_id, task.name, exc)
+        raise task.retry(exc=exc, countdown=5, max_retries=None) from exc
     except SoftTimeLimitExceeded:
         error: ReelgenError = ItemTimeout(f"{task.name} ran past its soft time limit")
     except ReelgenError as exc:

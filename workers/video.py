@@ -86,6 +86,12 @@ class VideoSource:
         if not self._container.streams.video:
             self._container.close()
             raise UnreadableVideo(f"{path.name}: has no video stream")
+        if self._container.format.name == "image2" or self._container.format.name.endswith("_pipe"):
+            # FFmpeg opens a picture as a one-frame "video" that cannot be seeked or sampled
+            self._container.close()
+            raise UnreadableVideo(
+                f"{path.name}: is a still image ({self._container.format.name}), not a video"
+            )
         self._stream = self._container.streams.video[0]
         self._stream.thread_type = "AUTO"
         self._stream.codec_context.thread_count = threads
@@ -272,6 +278,8 @@ class VideoSource:
         while index < len(targets) and previous is not None:
             chosen.append(Frame(float(previous.time), self._to_rgb(previous, width)))
             index += 1
+        if len(chosen) < len(targets):
+            raise UnreadableVideo(f"{self.path.name}: no frame decodes at or after {targets[0]:.2f} s")
         return chosen
 
     @property

@@ -245,7 +245,9 @@ def _cmd_report(args: argparse.Namespace) -> int:
     manifests = load_manifests(out)
     if not manifests:
         raise ConfigError(f"no manifests under {out} (give the --out folder of a run)")
-    page = write_report(manifests, Path(args.dest) if args.dest else out / "report", title=f"reelgen run {out}")
+    page = write_report(
+        manifests, Path(args.dest) if args.dest else out / "report", title=f"reelgen run {out}"
+    )
     print(page)
     return 0
 

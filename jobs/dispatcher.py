@@ -17,6 +17,7 @@ import time
 import uuid
 from collections.abc import Callable
 
+import redis
 from celery import Celery
 
 from jobs.feed import JobFeed
@@ -122,10 +123,22 @@ class Dispatcher:
     def serve(
         self, stop: Callable[[], bool] = lambda: False, on_tick: Callable[[], None] = lambda: None
     ) -> None:
-        """Tick until stop() says so; sleeps only when a tick found nothing to do."""
+        """Tick until stop() says so; sleeps only when a tick found nothing to do.
+
+        A Redis that goes away (a restart) pauses dispatching with a growing back-off instead of ending the
+        service: every step is atomic in Redis, so the next tick carries on from the saved cursors.
+        """
+        backoff = 0.0
         try:
             while not stop():
-                busy = self.tick()
+                try:
+                    busy = self.tick()
+                    backoff = 0.0
+                except (redis.ConnectionError, redis.TimeoutError) as exc:
+                    backoff = min(10.0, max(0.5, backoff * 2))
+                    log.warning("Redis unavailable (%s); dispatching again in %.1f s", exc, backoff)
+                    time.sleep(backoff)
+                    continue
                 on_tick()
                 if not busy:
                     time.sleep(self.settings.dispatch_poll_s)

@@ -386,17 +386,21 @@ def _exit_on_sigterm(signum: int, frame: object) -> None:
     raise SystemExit(128 + signum)
 
 
-def main(argv: list[str] | None = None) -> int:
-    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    """reelgen's arguments; everything after a delegated command (flower, gpu-daemon) is that command's own,
+    --help included, and lands in `extra` untouched."""
     parser = build_parser()
-    argv = list(sys.argv[1:] if argv is None else argv)
     passthrough = next((at for at, arg in enumerate(argv) if not arg.startswith("-")), None)
     if passthrough is not None and argv[passthrough] in DELEGATED:
-        # everything after a delegated command is its own (including --help), not reelgen's
         args = parser.parse_args(argv[: passthrough + 1])
         args.extra = argv[passthrough + 1 :]
-    else:
-        args = parser.parse_args(argv)
+        return args
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    args = parse_args(list(sys.argv[1:] if argv is None else argv))
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",

@@ -124,7 +124,7 @@ def test_every_chart_container_runs_a_reelgen_subcommand_of_its_image() -> None:
             missing.add(args[0])
             continue
         try:
-            parsed = cli.build_parser().parse_args(args)
+            parsed = cli.parse_args(args)
         except SystemExit:
             pytest.fail(f"{where}: `reelgen {shlex.join(args)}` does not parse (jobs/cli.py)")
         if args[0] == "gpu-daemon":

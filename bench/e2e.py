@@ -38,8 +38,9 @@ from jobs.runner import run_catalog
 from jobs.sample_catalog import write_sample_catalog
 from monitoring.machine import machine_lines
 from reelgen.settings import OutputConfig, Settings, load_settings
+from storage.fetch import Fetcher
 from workers.framing import CropPath, CropRect, aspect_size
-from workers.pipeline import choose, load_image, sample_times, score_samples
+from workers.pipeline import choose, frame_window, load_image, sample_times, score_samples
 from workers.render import EncodeOptions, OutputSpec, render_window
 from workers.scoring import ANALYSIS_WIDTH, product_template
 from workers.video import Frame, VideoInfo, VideoSource
@@ -126,7 +127,12 @@ class StageClock:
 
 
 def naive_item(
-    entry: CatalogEntry, config: OutputConfig, out: Path, clock: StageClock, model: LocalInference
+    entry: CatalogEntry,
+    config: OutputConfig,
+    out: Path,
+    clock: StageClock,
+    model: LocalInference,
+    opener: Fetcher,
 ) -> None:
     video = Path(entry.video)
     with clock.stage("prepare"), VideoSource(video) as source:
@@ -135,7 +141,8 @@ def naive_item(
         frames = read_every_frame(video, info, config.sample_fps)
         template = product_template(load_image(Path(entry.image)))
         samples = score_samples(model, frames, template, PriorityKey(0.0, 0.0), info)
-        analysis = choose(info, samples, config)
+        # the same text detection, saliency and crop planner as reelgen's select stage
+        analysis = frame_window(entry, info, choose(info, samples, config), opener, config, CODEC_THREADS)
     with clock.stage("render"):
         for pair in config.aspect_pairs:
             size = aspect_size(pair, info.width, info.height, config.max_output_side)
@@ -154,13 +161,14 @@ def run_in_process(
     clock = StageClock()
     # the same scorer as the daemon's, run in this process, as the seed's naive design did
     model = LocalInference()
+    opener = Fetcher(load_settings())
     cpu0, wall0 = time.process_time(), time.perf_counter()
     if threads == 1:
         for entry in entries:
-            naive_item(entry, config, out, clock, model)
+            naive_item(entry, config, out, clock, model, opener)
     else:
         with ThreadPoolExecutor(threads) as pool:
-            list(pool.map(lambda e: naive_item(e, config, out, clock, model), entries))
+            list(pool.map(lambda e: naive_item(e, config, out, clock, model, opener), entries))
     return time.perf_counter() - wall0, time.process_time() - cpu0, clock
 
 
@@ -174,11 +182,11 @@ class PeakRss(threading.Thread):
         super().__init__(daemon=True)
         self.every_s = every_s
         self.peak_mb = {"worker": 0.0, "daemon": 0.0}
-        self._stop = threading.Event()
+        self._halt = threading.Event()
 
     def run(self) -> None:
         me = psutil.Process()
-        while not self._stop.wait(self.every_s):
+        while not self._halt.wait(self.every_s):
             for child in me.children(recursive=True):
                 try:
                     command = " ".join(child.cmdline())
@@ -190,7 +198,7 @@ class PeakRss(threading.Thread):
                     self.peak_mb[kind] = max(self.peak_mb[kind], rss)
 
     def stop(self) -> dict[str, float]:
-        self._stop.set()
+        self._halt.set()
         self.join()
         return self.peak_mb
 

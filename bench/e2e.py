@@ -140,15 +140,18 @@ def naive_item(
     with clock.stage("analyse"):
         frames = read_every_frame(video, info, config.sample_fps)
         template = product_template(load_image(Path(entry.image)))
-        samples = score_samples(model, frames, template, PriorityKey(0.0, 0.0), info)
-        # the same text detection, saliency and crop planner as reelgen's select stage
-        analysis = frame_window(entry, info, choose(info, samples, config), opener, config, CODEC_THREADS)
+        key = PriorityKey(0.0, 0.0)
+        samples = score_samples(model, frames, template, key, info)
+        # the same text detection (the daemon's model, run in process), saliency and crop planner as reelgen's
+        # select stage
+        chosen = choose(info, samples, config)
+        analysis = frame_window(entry, info, chosen, opener, model, key, config, CODEC_THREADS)
     with clock.stage("render"):
         for pair in config.aspect_pairs:
             size = aspect_size(pair, info.width, info.height, config.max_output_side)
             spec = OutputSpec(
                 size.label, size.out_w, size.out_h, analysis.crop_path(size.label),
-                out / entry.item_id / f"{size.file_stem}.mp4",
+                out / entry.item_id / f"{size.file_stem}.mp4", padded=analysis.padded.get(size.label, False),
             )  # fmt: skip
             render_window(
                 video, analysis.window.start_s, analysis.window.end_s, [spec], encode_options(config)
@@ -240,8 +243,11 @@ def floor_item(args: tuple[str, dict[str, Any], str, dict[str, Any]]) -> None:
         )
         stem = output["aspect"].replace(":", "x")
         specs.append(
-            OutputSpec(output["aspect"], output["width"], output["height"], path, Path(out) / f"{stem}.mp4")
-        )
+            OutputSpec(
+                output["aspect"], output["width"], output["height"], path, Path(out) / f"{stem}.mp4",
+                padded=output["padded"],
+            )
+        )  # fmt: skip
     render_window(Path(video), window["start_s"], window["end_s"], specs, EncodeOptions(**options))
 
 

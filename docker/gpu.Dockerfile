@@ -23,6 +23,12 @@ COPY gpu_service gpu_service
 COPY storage storage
 COPY monitoring monitoring
 RUN /opt/reelgen/bin/pip install .
+# the text detector (gpu_service/models/text_detect.py): rapidocr's wheel carries the ONNX model; it is installed
+# without its dependencies (its opencv pin would replace ours), and onnxruntime gives way to the CUDA build
+ARG RAPIDOCR_VERSION=1.4.4
+RUN /opt/reelgen/bin/pip install --no-deps "rapidocr-onnxruntime==${RAPIDOCR_VERSION}" \
+ && /opt/reelgen/bin/pip uninstall -y onnxruntime \
+ && /opt/reelgen/bin/pip install onnxruntime-gpu
 
 FROM python:${PYTHON_VERSION}-slim-bookworm
 RUN groupadd --gid 10001 reelgen \

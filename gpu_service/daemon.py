@@ -310,17 +310,22 @@ class Daemon:
         )
 
     def _warm_up(self) -> None:
-        """Run each model at each bucket size before reporting ready, so first requests pay no set-up cost."""
+        """Run each model at each bucket size before reporting ready, so first requests pay no set-up cost.
+
+        Without padding to buckets (the CPU default) batches come in every size and there is no per-shape
+        set-up worth paying ahead (no kernel autotuning, no graphs): one run at the smallest bucket proves the
+        model works without spending seconds of the workers' cores on the rest."""
+        buckets = [b for b in self.settings.buckets if b <= self.settings.max_batch]
+        if not self._pad:
+            buckets = buckets[:1]
         for loaded in self._models.values():
             model = loaded.module
             h, w, c = model.warmup_frame_shape
-            for bucket in self.settings.buckets:
-                if bucket > self.settings.max_batch:
-                    break
+            for bucket in buckets:
                 frames = torch.zeros((bucket, h, w, c), dtype=torch.uint8)
                 work = self._run(model, [frames], [model.warmup_context(self.device)], bucket)
                 self._outputs_to_host(work[0])
-            log.info("warmed up %s at buckets %s", loaded.name, self.settings.buckets)
+            log.info("warmed up %s at buckets %s", loaded.name, buckets)
 
     def _serve_batches(self) -> None:
         in_flight: _Work | None = None

@@ -43,6 +43,7 @@ BUILTIN_MODULES = (
     "gpu_service.models.clip_scorer",
     "gpu_service.models.clip_vit",
     "gpu_service.models.template_match",
+    "gpu_service.models.text_detect",
 )
 
 

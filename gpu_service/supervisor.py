@@ -28,6 +28,11 @@ class DaemonProcess:
         self._process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
+        self.launch()
+        self.wait_ready()
+
+    def launch(self) -> None:
+        """Start the process without waiting: the caller can start other things while the models load."""
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
         self.settings.socket_path.parent.mkdir(parents=True, exist_ok=True)
         command = [sys.executable, "-m", "gpu_service", "--settings-json", self.settings.model_dump_json()]
@@ -35,6 +40,9 @@ class DaemonProcess:
             self._process = subprocess.Popen(
                 command, stdin=subprocess.DEVNULL, stdout=log_handle, stderr=subprocess.STDOUT
             )
+
+    def wait_ready(self) -> None:
+        assert self._process is not None, "launch() first"
         try:
             wait_until_ready(self.settings.socket_path, self.ready_timeout_s)
         except DaemonUnavailable as exc:

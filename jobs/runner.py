@@ -94,11 +94,12 @@ def run_catalog(settings: Settings, catalog: Path, *, stream: TextIO = sys.stdou
         ledger = Ledger(redis.Redis.from_url(redis_url))
         job = submit_catalog_job(ledger, settings, JobKind.RUN, str(catalog.resolve()))
         print(f"job {job.id}: {catalog} -> {store.root} ({', '.join(config.aspects)})", file=stream)
-        daemon = stack.enter_context(
-            DaemonProcess(
-                local_daemon_settings(settings), settings.state_dir / "logs" / f"daemon-{job.id}.log"
-            )
+        daemon = DaemonProcess(
+            local_daemon_settings(settings), settings.state_dir / "logs" / f"daemon-{job.id}.log"
         )
+        # the daemon loads its models while the workers start: both take seconds, neither needs the other yet
+        daemon.launch()
+        stack.callback(daemon.stop)
         pool = stack.enter_context(
             WorkerPool(
                 concurrency=settings.worker_count,
@@ -106,6 +107,7 @@ def run_catalog(settings: Settings, catalog: Path, *, stream: TextIO = sys.stdou
                 log_file=settings.state_dir / "logs" / f"worker-{job.id}.log",
             )
         )
+        daemon.wait_ready()
         bar = ProgressBar()
         dispatcher = Dispatcher(ledger, app, settings, only=job.id)
         current = job

@@ -14,15 +14,17 @@ from pathlib import Path
 import cv2
 import numpy as np
 
+from gpu_service.scheduler import PriorityKey
 from jobs.sample_catalog import Truth
 from workers.framing import Box, CropRect, FramingPlan, plan_framing
 from workers.render import EncodeOptions, OutputSpec, render_window
 from workers.saliency import saliency, subject_boxes
-from workers.scoring import product_template, shot_signature
-from workers.text_detection import TextDetector, detect_text, refine_text_times, text_sample_times
+from workers.scoring import Inference, product_template, shot_signature
+from workers.text_detection import detect_text, refine_text_times, text_sample_times
 from workers.video import VideoSource
 from workers.windows import Window, best_window, detect_cuts
 
+KEY = PriorityKey(0.0, 0.0)
 SAMPLE_FPS = 2.0
 WINDOW_S = 5.0
 MATCH_WIDTH = 192
@@ -64,7 +66,7 @@ class Framed:
 
 
 def frame_item(
-    video: Path, image: Path, out_dir: Path, detector: TextDetector, aspects: Sequence[tuple[int, int]]
+    video: Path, image: Path, out_dir: Path, infer: Inference, aspects: Sequence[tuple[int, int]]
 ) -> Framed:
     """Choose the window, take the signals, plan every aspect and render it: the pipeline's chain."""
     bgr = cv2.imread(str(image))
@@ -86,7 +88,7 @@ def frame_item(
         quarter = (info.width // 4, info.height // 4)
         dense = [(f.t, cv2.cvtColor(cv2.resize(f.rgb, quarter, interpolation=cv2.INTER_AREA), cv2.COLOR_RGB2GRAY))
                  for f in source.frames(*span)]  # fmt: skip
-    text_boxes = detect_text([f.rgb for f in text_frames], detector=detector)
+    text_boxes = detect_text(infer, [f.rgb for f in text_frames], KEY)
     sparse = [(f.t, b) for f, b in zip(text_frames, text_boxes, strict=True)]
     text = refine_text_times(sparse, dense, (info.width, info.height)) if REFINE else sparse
     near = [i for i, f in enumerate(frames) if start - 1.0 <= f.t < end + 1.0]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shlex
 import tomllib
 from dataclasses import dataclass, field
@@ -14,6 +15,7 @@ from typing import Any
 import pytest
 
 from gpu_service import daemon as gpu_daemon
+from gpu_service.config import DaemonSettings
 from jobs import cli
 from monitoring import health
 from tests.test_helm import CHART, GPU_VALUES, all_containers, render
@@ -101,6 +103,16 @@ def test_images_copy_every_package_the_project_ships(image: Stage) -> None:
     packages = {p.rstrip("*") for p in pyproject["tool"]["setuptools"]["packages"]["find"]["include"]}
     assert packages <= set(image.copies)
     assert "pyproject.toml" in image.copies
+
+
+def test_the_daemon_image_installs_the_text_detector_the_makefile_pins() -> None:
+    """The daemon serves text_detect from rapidocr's wheel (installed --no-deps, as `make` does)."""
+    pinned = re.search(r"rapidocr-onnxruntime==([\d.]+)", (ROOT / "Makefile").read_text())
+    dockerfile = (DOCKER / "gpu.Dockerfile").read_text()
+    assert pinned is not None
+    assert f"ARG RAPIDOCR_VERSION={pinned.group(1)}" in dockerfile
+    assert 'pip install --no-deps "rapidocr-onnxruntime==${RAPIDOCR_VERSION}"' in dockerfile
+    assert "text_detect" in DaemonSettings().models
 
 
 def test_default_commands_are_cli_subcommands() -> None:

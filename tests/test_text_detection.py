@@ -1,19 +1,34 @@
-"""PP-OCRv4 text detection through onnxruntime, and the dense refinement of when text is on screen."""
+"""PP-OCRv4 text detection (the daemon's text_detect model), and the dense refinement of when text is on screen."""
 
 from __future__ import annotations
 
 import itertools
+import shutil
+from pathlib import Path
 
 import cv2
 import numpy as np
 import pytest
 
-from workers.text_detection import TextDetector, detect_text, refine_text_times, text_sample_times
+from gpu_service import registry
+from gpu_service.local import LocalInference
+from gpu_service.models.text_detect import builtin_model_path
+from gpu_service.scheduler import PriorityKey
+from gpu_service.weights import file_digest
+from reelgen.errors import ConfigError
+from workers.framing import Box
+from workers.text_detection import detect_text, refine_text_times, text_sample_times
+
+KEY = PriorityKey(0.0, 0.0)
 
 
 @pytest.fixture(scope="module")
-def detector() -> TextDetector:
-    return TextDetector(threads=1)
+def model() -> LocalInference:
+    return LocalInference()
+
+
+def detect(model: LocalInference, frames: list[np.ndarray], **kwargs: tuple[int, int]) -> list[list[Box]]:
+    return detect_text(model, frames, KEY, **kwargs)
 
 
 def caption_frame(width: int, height: int, text: str, origin: tuple[int, int], scale: float) -> np.ndarray:
@@ -28,10 +43,10 @@ def ink_box(frame: np.ndarray, reference: np.ndarray) -> tuple[int, int, int, in
     return int(xs.min()), int(ys.min()), int(xs.max()) + 1, int(ys.max()) + 1
 
 
-def test_finds_a_caption_where_it_is_drawn(detector: TextDetector) -> None:
+def test_finds_a_caption_where_it_is_drawn(model: LocalInference) -> None:
     frame = caption_frame(1280, 720, "SALE 50% OFF", (420, 200), 1.6)
     ink = ink_box(frame, caption_frame(1280, 720, "", (0, 0), 1.0))
-    (boxes,) = detector([frame])
+    (boxes,) = detect(model, [frame])
     assert len(boxes) >= 1
     x0, y0, x1, y1 = (
         min(b[0] for b in boxes),
@@ -42,21 +57,35 @@ def test_finds_a_caption_where_it_is_drawn(detector: TextDetector) -> None:
     # the detector's box hugs the ink: within a few pixels at this size (it was run at 736 px wide)
     assert abs(x0 - ink[0]) < 12 and abs(x1 - ink[2]) < 12 and abs(y0 - ink[1]) < 12 and abs(y1 - ink[3]) < 12
     plain = caption_frame(1280, 720, "", (0, 0), 1.0)
-    assert detector([plain]) == [[]]
+    assert detect(model, [plain]) == [[]]
 
 
-def test_batches_by_size_and_scales_back_to_source(detector: TextDetector) -> None:
+def test_a_batch_finds_what_single_frames_do_and_boxes_scale_back_to_source(model: LocalInference) -> None:
     big = caption_frame(1280, 720, "NEW ARRIVAL", (100, 600), 1.5)
     small = cv2.resize(big, (640, 360), interpolation=cv2.INTER_AREA)
-    other = caption_frame(480, 640, "TOP", (150, 300), 1.2)
-    batched = TextDetector(threads=1, max_batch=4)([small, other, small])
-    singles = [detector([f])[0] for f in (small, other, small)]
-    assert batched == singles
-    scaled = detect_text([small], source_size=(1280, 720), detector=detector)[0]
-    direct = detector([big])[0]
+    plain = caption_frame(640, 360, "", (0, 0), 1.0)
+    batched = detect(model, [small, plain, small])
+    singles = [detect(model, [f])[0] for f in (small, plain, small)]
+    assert batched == singles and batched[1] == [] and len(batched[0]) >= 1
+    tall = caption_frame(480, 640, "TOP", (150, 300), 1.2)
+    assert len(detect(model, [tall])[0]) >= 1
+    scaled = detect(model, [small], source_size=(1280, 720))[0]
+    direct = detect(model, [big])[0]
     assert len(scaled) == len(direct) >= 1
     for s, d in zip(sorted(scaled), sorted(direct), strict=True):
         assert max(abs(a - b) for a, b in zip(s, d, strict=True)) < 10
+
+
+def test_weights_are_an_onnx_file_from_a_configured_path(tmp_path: Path) -> None:
+    copy = tmp_path / "det.onnx"
+    shutil.copyfile(builtin_model_path(), copy)
+    loaded = registry.create("text_detect", LocalInference().device, f"file://{copy}")
+    assert loaded.digest == file_digest(copy)
+    (tmp_path / "bad.onnx").write_bytes(b"not a model")
+    with pytest.raises(ConfigError, match="does not load"):
+        registry.create("text_detect", LocalInference().device, str(tmp_path / "bad.onnx"))
+    with pytest.raises(ConfigError, match="ONNX"):
+        registry.create("text_detect", LocalInference().device, str(tmp_path))
 
 
 def test_sample_times_cover_the_window_edges() -> None:

@@ -8,8 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from gpu_service.local import LocalInference
 from jobs.sample_catalog import load_truth, write_sample_catalog
 from tests.test_framing_support import (
+    KEY,
     Framed,
     centre_acceleration,
     cuts_text,
@@ -22,7 +24,7 @@ from tests.test_framing_support import (
     truth_frame,
 )
 from workers.framing import FramingParams
-from workers.text_detection import TextDetector
+from workers.text_detection import detect_text
 
 ASPECTS = [(1, 1), (2, 3), (3, 4), (4, 5), (9, 16), (16, 9)]
 ITEMS = ("sku-0001", "sku-0002")
@@ -40,13 +42,13 @@ def catalog(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def detector() -> TextDetector:
-    return TextDetector(threads=1)
+def detector() -> LocalInference:
+    return LocalInference()
 
 
 @pytest.fixture(scope="module")
 def framed(
-    catalog: Path, detector: TextDetector, tmp_path_factory: pytest.TempPathFactory
+    catalog: Path, detector: LocalInference, tmp_path_factory: pytest.TempPathFactory
 ) -> dict[str, Framed]:
     out = tmp_path_factory.mktemp("clips")
     return {
@@ -114,7 +116,7 @@ def test_every_ratio_shows_the_same_moment(framed: dict[str, Framed], item: str)
 
 
 def test_no_text_touches_the_edge_of_an_unpadded_output(
-    framed: dict[str, Framed], detector: TextDetector
+    framed: dict[str, Framed], detector: LocalInference
 ) -> None:
     checked = 0
     for result in framed.values():
@@ -123,7 +125,7 @@ def test_no_text_touches_the_edge_of_an_unpadded_output(
                 continue
             times = [result.window.start_s + 0.5 + k for k in range(5)]
             for rgb in decoded_frames(spec.path, [t - result.window.start_s for t in times]):
-                for box in detector([rgb])[0]:
+                for box in detect_text(detector, [rgb], KEY)[0]:
                     assert not touches_edge(box, spec.width, spec.height), (spec.path.name, box)
                 checked += 1
     assert checked >= 5 * 3  # at least the 16:9 clips, which never need padding here, and some others

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import av
+import cv2
 import numpy as np
 import pytest
 
@@ -32,6 +33,33 @@ def test_sample_returns_the_frame_on_screen_at_each_time(tmp_path: Path) -> None
         frames = source.sample(targets)
     assert [read_code(f.rgb) for f in frames] == [0, 12, 25, 50, 99, 99]
     assert all(abs(f.t - read_code(f.rgb) / 25) < 1e-6 for f in frames)
+
+
+@pytest.mark.parametrize("rotation", [0, 90])
+def test_sample_with_gray_keeps_every_frame_between_the_samples_from_one_pass(
+    tmp_path: Path, rotation: int
+) -> None:
+    path = tmp_path / "v.mp4"
+    make_code_video(path, seconds=3.0, fps=25, size=(640, 368), rotation=rotation, audio=False)
+
+    def code(rgb: np.ndarray) -> int:
+        return read_code(np.ascontiguousarray(np.rot90(rgb, -round(rotation / 90) % 4)))
+
+    with VideoSource(path) as source:
+        frames, grays = source.sample_with_gray([0.5, 1.0, 1.5], gray_width=source.info.width // 2)
+        separate = source.sample([0.5, 1.0, 1.5])
+        every = list(source.frames(frames[0].t, frames[-1].t + 1e-3))
+    assert [code(f.rgb) for f in frames] == [code(f.rgb) for f in separate] == [12, 25, 37]
+    # every frame from the first sample's to the last's, in order, upright, at half the display size
+    assert [round(t * 25) for t, _ in grays] == list(range(12, 38)) == [round(f.t * 25) for f in every]
+    info_h, info_w = frames[0].rgb.shape[:2]
+    assert all(g.shape == (round(info_h / 2), info_w // 2) for _, g in grays)
+    for (_, gray), full in zip(grays, every, strict=True):
+        expected = cv2.resize(
+            cv2.cvtColor(full.rgb, cv2.COLOR_RGB2GRAY), gray.shape[::-1], interpolation=cv2.INTER_AREA
+        )
+        # the luma plane, not an RGB round trip: equal up to colour-conversion rounding and range
+        assert np.corrcoef(gray.ravel().astype(float), expected.ravel().astype(float))[0, 1] > 0.98
 
 
 def test_sample_follows_presentation_time_with_variable_frame_rate(tmp_path: Path) -> None:

@@ -196,21 +196,27 @@ class FramingPlan:
 def merge_text_boxes(boxes: Sequence[Box]) -> list[Box]:
     """Text regions as the crop must treat them: boxes that overlap, or words on one line close together,
     become one region, so a crop edge can never fall between the words of one caption."""
-    merged = [tuple(float(v) for v in b) for b in boxes]
-    changed = True
-    while changed:
-        changed = False
-        for i in range(len(merged)):
-            for j in range(i + 1, len(merged)):
-                if _joined(merged[i], merged[j]):
-                    a, b = merged[i], merged[j]
-                    merged[i] = (min(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3]))
-                    del merged[j]
-                    changed = True
-                    break
-            if changed:
+    # each merge removes one region, and a region joins the merged list only when it meets none there:
+    # at most n merges of one O(n) scan each, and no two regions left that should be one
+    pending = [(float(b[0]), float(b[1]), float(b[2]), float(b[3])) for b in boxes]
+    merged: list[Box] = []
+    while pending:
+        box = pending.pop()
+        for k, other in enumerate(merged):
+            if _joined(box, other):
+                del merged[k]
+                pending.append(
+                    (
+                        min(box[0], other[0]),
+                        min(box[1], other[1]),
+                        max(box[2], other[2]),
+                        max(box[3], other[3]),
+                    )
+                )
                 break
-    return [(a[0], a[1], a[2], a[3]) for a in merged]
+        else:
+            merged.append(box)
+    return sorted(merged)
 
 
 def _joined(a: Sequence[float], b: Sequence[float]) -> bool:

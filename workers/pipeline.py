@@ -27,7 +27,7 @@ from reelgen.settings import OutputConfig, Settings
 from storage.fetch import shown
 from storage.manifest import clip_key, manifest_key, write_manifest
 from storage.store import ObjectStore, left_by_dead_process, process_tag
-from workers.framing import CropPath, CropRect, aspect_size, plan_framing, static_subject_path, text_union
+from workers.framing import CropPath, CropRect, aspect_size, plan_framing, static_subject_path
 from workers.render import EncodeOptions, OutputSpec, render_window
 from workers.saliency import saliency, subject_boxes
 from workers.scoring import (
@@ -225,6 +225,8 @@ def frame_window(
     info: VideoInfo,
     analysis: Analysis,
     opener: SourceOpener,
+    infer: Inference,
+    key: PriorityKey,
     config: OutputConfig,
     threads: int,
 ) -> Analysis:
@@ -237,12 +239,10 @@ def frame_window(
     size = (info.width, info.height)
     width = min(info.width, round(info.width * TEXT_MAX_SIDE / max(size)))
     with opener.local_path(entry.video) as path, VideoSource(path, threads=threads) as source:
-        frames = source.sample(text_sample_times(window.start_s, window.end_s), width)
-        dense = [
-            (f.t, cv2.cvtColor(f.rgb, cv2.COLOR_RGB2GRAY))
-            for f in source.frames(frames[0].t, frames[-1].t + 1e-3, width=max(16, info.width // 4))
-        ]
-    boxes = detect_text([f.rgb for f in frames], source_size=size)
+        frames, dense = source.sample_with_gray(
+            text_sample_times(window.start_s, window.end_s), width, gray_width=max(16, info.width // 4)
+        )
+    boxes = detect_text(infer, [f.rgb for f in frames], key, source_size=size)
     text = refine_text_times([(f.t, b) for f, b in zip(frames, boxes, strict=True)], dense, size)
     salient = saliency([f.rgb for f in frames], boxes, source_size=size)
     matched = [_subject_near(analysis, f.t) for f in frames]
@@ -255,7 +255,8 @@ def frame_window(
         analysis,
         crop_keys={label: plan.key_tuples() for label, plan in plans.items()},
         padded={label: plan.padded for label, plan in plans.items()},
-        text_boxes=[tuple(round(v, 1) for v in b) for b in text_union(text, window.start_s, window.end_s)],  # type: ignore[misc]
+        # every plan carries the same merged text regions of the window
+        text_boxes=[tuple(round(v, 1) for v in b) for b in next(iter(plans.values())).text_boxes],  # type: ignore[misc]
     )
 
 

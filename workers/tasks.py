@@ -232,8 +232,9 @@ def select(self: Task, state: dict[str, Any]) -> None:
         info, config = pipeline.info_from_json(state["info"]), ctx.config(job_id)
         chosen = pipeline.choose(info, samples, config)
         analysis = pipeline.frame_window(
-            entry, info, chosen, ctx.fetcher, config, ctx.settings.threads_per_worker
-        )
+            entry, info, chosen, ctx.fetcher, ctx.inference, ctx.priority(job_id, state["first_at"]), config,
+            ctx.settings.threads_per_worker,
+        )  # fmt: skip
         render.apply_async((dict(state, analysis=analysis.to_json()),), priority=PRIORITY_RENDER)
         ctx.segments.clear(job_id, entry.item_id)
 

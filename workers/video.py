@@ -19,9 +19,13 @@ from typing import Literal
 import av
 import av.container
 import av.error
+import cv2
 import numpy as np
 
 from reelgen.errors import UnreadableVideo, VideoLimitExceeded
+
+#: decoder output formats whose first plane is full-resolution 8-bit luma
+PLANAR_YUV = frozenset({"yuv420p", "yuvj420p", "yuv422p", "yuvj422p", "yuv444p", "yuvj444p"})
 
 
 @dataclass(frozen=True)
@@ -175,14 +179,32 @@ class VideoSource:
 
     def _to_rgb(self, frame: av.VideoFrame, width: int | None = None) -> np.ndarray:
         """RGB in display orientation; with `width`, scaled (in the same conversion) to that display width."""
-        turns = quarter_turns(self.info.rotation)
+        return self._convert(frame, "rgb24", width)
+
+    def _to_gray(self, frame: av.VideoFrame, width: int) -> np.ndarray:
+        if frame.format.name not in PLANAR_YUV or width >= self.info.width:
+            return self._convert(frame, "gray", width)
+        # the luma plane is the grey picture: an area resize of it skips swscale's full conversion
+        plane = frame.planes[0]
+        luma = np.frombuffer(memoryview(plane), np.uint8).reshape(frame.height, plane.line_size)[
+            :, : frame.width
+        ]
+        return self._upright(cv2.resize(luma, self._coded_size(width), interpolation=cv2.INTER_AREA))
+
+    def _convert(self, frame: av.VideoFrame, pixel_format: str, width: int | None) -> np.ndarray:
         if width is None or width >= self.info.width:
-            rgb = frame.to_ndarray(format="rgb24")
-        else:
-            height = max(2, round(self.info.height * width / self.info.width))
-            coded_w, coded_h = (height, width) if turns % 2 else (width, height)
-            rgb = frame.reformat(width=coded_w, height=coded_h, format="rgb24").to_ndarray()
-        return np.ascontiguousarray(np.rot90(rgb, turns)) if turns else rgb
+            return self._upright(frame.to_ndarray(format=pixel_format))
+        coded_w, coded_h = self._coded_size(width)
+        return self._upright(frame.reformat(width=coded_w, height=coded_h, format=pixel_format).to_ndarray())
+
+    def _coded_size(self, display_width: int) -> tuple[int, int]:
+        """The coded (width, height) that shows as `display_width` wide once rotated upright."""
+        height = max(2, round(self.info.height * display_width / self.info.width))
+        return (height, display_width) if quarter_turns(self.info.rotation) % 2 else (display_width, height)
+
+    def _upright(self, pixels: np.ndarray) -> np.ndarray:
+        turns = quarter_turns(self.info.rotation)
+        return np.ascontiguousarray(np.rot90(pixels, turns)) if turns else pixels
 
     def keyframe_times(self) -> list[float]:
         """Presentation times of the video's keyframes, read from packets without decoding."""
@@ -259,10 +281,18 @@ class VideoSource:
         A frame is on screen from its timestamp until the next frame's, so targets map to the last frame at or
         before them; this holds for variable frame rates too. Colour conversion runs only for chosen frames.
         """
+        return self.sample_with_gray(times, width)[0]
+
+    def sample_with_gray(
+        self, times: Sequence[float], width: int | None = None, gray_width: int | None = None
+    ) -> tuple[list[Frame], list[tuple[float, np.ndarray]]]:
+        """`sample`, and from the same decoding pass, with `gray_width`, every frame from the first sample's to
+        the last sample's as grey at that width: (time, grey) in presentation order."""
         if not times:
-            return []
+            return [], []
         targets = sorted(times)
         chosen: list[Frame] = []
+        grays: list[tuple[float, np.ndarray]] = []
         previous: av.VideoFrame | None = None
         index = 0
         for frame in self._decoded(targets[0]):
@@ -271,16 +301,22 @@ class VideoSource:
                 # a target before the first decodable frame takes that first frame
                 on_screen = previous if previous is not None else frame
                 chosen.append(Frame(float(on_screen.time), self._to_rgb(on_screen, width)))
+                if gray_width is not None and not grays:
+                    grays.append((float(on_screen.time), self._to_gray(on_screen, gray_width)))
                 index += 1
             if index == len(targets):
                 break
+            if gray_width is not None and grays and t > grays[-1][0]:
+                grays.append((t, self._to_gray(frame, gray_width)))
             previous = frame
+        if gray_width is not None and not grays and previous is not None:
+            grays.append((float(previous.time), self._to_gray(previous, gray_width)))
         while index < len(targets) and previous is not None:
             chosen.append(Frame(float(previous.time), self._to_rgb(previous, width)))
             index += 1
         if len(chosen) < len(targets):
             raise UnreadableVideo(f"{self.path.name}: no frame decodes at or after {targets[0]:.2f} s")
-        return chosen
+        return chosen, grays
 
     @property
     def time_base(self) -> Fraction:

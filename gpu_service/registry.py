@@ -42,6 +42,8 @@ BUILTIN_MODULES = (
     "gpu_service.models.basic",
     "gpu_service.models.clip_scorer",
     "gpu_service.models.clip_vit",
+    "gpu_service.models.faces",
+    "gpu_service.models.saliency",
     "gpu_service.models.template_match",
     "gpu_service.models.text_detect",
 )

@@ -16,6 +16,7 @@ import numpy as np
 
 from gpu_service.scheduler import PriorityKey
 from jobs.sample_catalog import Truth
+from workers.faces import detect_faces, faces_box
 from workers.framing import Box, CropRect, FramingPlan, plan_framing
 from workers.render import EncodeOptions, OutputSpec, render_window
 from workers.saliency import saliency, subject_boxes
@@ -92,9 +93,13 @@ def frame_item(
     sparse = [(f.t, b) for f, b in zip(text_frames, text_boxes, strict=True)]
     text = refine_text_times(sparse, dense, (info.width, info.height)) if REFINE else sparse
     near = [i for i, f in enumerate(frames) if start - 1.0 <= f.t < end + 1.0]
-    salient = saliency([frames[i].rgb for i in near])
+    # as the pipeline does, captions are left out of the saliency map (the text sample nearest each frame)
+    sample_times = np.array([t for t, _ in sparse])
+    nearest_text = [sparse[int(np.argmin(np.abs(sample_times - frames[i].t)))][1] for i in near]
+    salient = saliency(infer, [frames[i].rgb for i in near], KEY, nearest_text)
     matched = [matches[i][1] if matches[i][0] >= SUBJECT_MATCH else None for i in near]
-    fused = subject_boxes(matched, salient)
+    found = detect_faces(infer, [frames[i].rgb for i in near], KEY, source_size=(info.width, info.height))
+    fused = subject_boxes(matched, [faces_box(f) for f in found], salient)
     subject = [(frames[i].t, b) for i, b in zip(near, fused, strict=True)]
     source_cuts = [c + info.start_s for c in cuts]
     plans = plan_framing(start, end, info.width, info.height, aspects, subject, text, source_cuts)

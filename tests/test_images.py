@@ -112,7 +112,7 @@ def test_the_daemon_image_installs_the_text_detector_the_makefile_pins() -> None
     assert pinned is not None
     assert f"ARG RAPIDOCR_VERSION={pinned.group(1)}" in dockerfile
     assert 'pip install --no-deps "rapidocr-onnxruntime==${RAPIDOCR_VERSION}"' in dockerfile
-    assert "text_detect" in DaemonSettings().models
+    assert {"text_detect", "saliency", "faces"} <= set(DaemonSettings().models)
 
 
 def test_default_commands_are_cli_subcommands() -> None:

@@ -128,7 +128,9 @@ def test_no_text_touches_the_edge_of_an_unpadded_output(
                 for box in detect_text(detector, [rgb], KEY)[0]:
                     assert not touches_edge(box, spec.width, spec.height), (spec.path.name, box)
                 checked += 1
-    assert checked >= 5 * 3  # at least the 16:9 clips, which never need padding here, and some others
+    # at least the 16:9 clips, which never need padding here (the portrait ones letterbox: captions sit at both
+    # edges while the product crosses the frame)
+    assert checked >= 5 * len(framed)
 
 
 def test_padded_outputs_exist_and_show_a_wider_region(framed: dict[str, Framed]) -> None:

@@ -103,10 +103,8 @@ class Planes:
         ):
             div = 1 if k == 0 else 2
             out_w, out_h = width // div, height // div
-            background = _blurred(part, out_w, out_h)
-            if k == 0:
-                # dimmed, so the sharp picture reads as the subject and the fill as surround
-                background = (16 + (background.astype(np.float32) - 16) * BACKDROP_LUMA).astype(np.uint8)
+            # luma dimmed, so the sharp picture reads as the subject and the fill as surround
+            background = _blurred(part, out_w, out_h, BACKDROP_LUMA if k == 0 else 1.0)
             picture = cv2.resize(full, (fit_w // div, fit_h // div), interpolation=cv2.INTER_AREA)
             background[y0 // div : (y0 + fit_h) // div, x0 // div : (x0 + fit_w) // div] = picture
             planes.append(background)
@@ -125,11 +123,17 @@ BLUR_SHRINK = 16
 BACKDROP_LUMA = 0.6
 
 
-def _blurred(plane: np.ndarray, width: int, height: int) -> np.ndarray:
+def _blurred(plane: np.ndarray, width: int, height: int, dim: float = 1.0) -> np.ndarray:
+    """The plane blurred and stretched to width×height; with dim < 1, its levels pulled towards black (16).
+
+    Dimming is linear, so it is done on the small blurred image before scaling up: the same picture as
+    dimming the output, at a 256th of the pixels."""
     small = cv2.resize(
         plane, (max(2, width // BLUR_SHRINK), max(2, height // BLUR_SHRINK)), interpolation=cv2.INTER_AREA
     )
     small = cv2.GaussianBlur(small, (0, 0), 1.5)
+    if dim != 1.0:
+        small = (16 + (small.astype(np.float32) - 16) * dim).astype(np.uint8)
     return cv2.resize(small, (width, height), interpolation=cv2.INTER_LINEAR)
 
 

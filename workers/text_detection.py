@@ -14,7 +14,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from gpu_service.scheduler import PriorityKey
-from workers.framing import Box, scale_box
+from workers.detection import detect_boxes
+from workers.framing import Box
 from workers.scoring import Inference
 
 #: the daemon's text detection model
@@ -42,20 +43,9 @@ def detect_text(
     *,
     source_size: tuple[int, int] | None = None,
 ) -> list[list[Box]]:
-    """Text regions per frame (frames of one size), found by the daemon's text detector.
-
-    Boxes are in the frames' pixels, or in source pixels when source_size (width, height) says how large the
-    source is (frames sampled downscaled, as the analysis samples them).
-    """
-    if not frames_rgb:
-        return []
-    out = infer.infer(TEXT_MODEL, np.stack(frames_rgb), key)
-    height, width = frames_rgb[0].shape[:2]
-    sx, sy = (1.0, 1.0) if source_size is None else (source_size[0] / width, source_size[1] / height)
-    return [
-        [scale_box((float(b[0]), float(b[1]), float(b[2]), float(b[3])), sx, sy) for b in boxes[: int(count)]]
-        for boxes, count in zip(out["boxes"], out["count"], strict=True)
-    ]
+    """Text regions per frame (frames of one size), found by the daemon's text detector; in the frames' pixels,
+    or in source pixels given source_size (width, height)."""
+    return detect_boxes(infer, TEXT_MODEL, frames_rgb, key, source_size=source_size)
 
 
 #: boxes detected at consecutive samples are the same region when they overlap this much (IoU)

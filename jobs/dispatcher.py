@@ -81,7 +81,9 @@ class Dispatcher:
                     total_in_flight += count
             if reap_due:
                 self.reaper.reap(feed.job)
-            if now - self._last_flush.get(job_id, 0.0) >= self.settings.index_flush_s:
+            # an ending job flushes every tick: it completes only once its results stream is empty
+            ending = job.exhausted or job.state is JobState.DRAINING
+            if ending or now - self._last_flush.get(job_id, 0.0) >= self.settings.index_flush_s:
                 feed.index.flush()
                 self._last_flush[job_id] = now
             final = self.ledger.finish_if_drained(job_id)

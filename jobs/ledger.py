@@ -314,11 +314,12 @@ end
 return to
 """
 
-# KEYS: inflight, job, active; ARGV: now. Ends a job that has nothing in flight and either read its whole
-# catalog (completed) or is draining (drained). Returns the final state or ''.
+# KEYS: inflight, job, active, results; ARGV: now. Ends a job that has nothing in flight and no result left
+# unindexed, and either read its whole catalog (completed) or is draining (drained). Returns the final state
+# or ''.
 _COMPLETE = """
 local state = redis.call('HGET', KEYS[2], 'state')
-if redis.call('HLEN', KEYS[1]) > 0 then return '' end
+if redis.call('HLEN', KEYS[1]) > 0 or redis.call('XLEN', KEYS[4]) > 0 then return '' end
 local to = nil
 if state == 'running' and redis.call('HGET', KEYS[2], 'exhausted') == '1' then to = 'completed'
 elseif state == 'draining' then to = 'drained' end
@@ -525,8 +526,11 @@ class Ledger:
         return self.finish_if_drained(job_id) is not None
 
     def finish_if_drained(self, job_id: str) -> JobState | None:
+        """Complete (or, draining, end) the job once nothing is in flight and every settled item's result has
+        left the results stream for the index: a finished job's index is whole."""
         inflight_key, job_key, _ = self._keys(job_id)
-        result = _text(self._complete(keys=[inflight_key, job_key, ACTIVE_KEY], args=[repr(time.time())]))
+        keys = [inflight_key, job_key, ACTIVE_KEY, self.results_key(job_id)]
+        result = _text(self._complete(keys=keys, args=[repr(time.time())]))
         return JobState(result) if result else None
 
     def record_stage(self, job_id: str, stage: str, cpu_s: float, wall_s: float) -> None:

@@ -15,7 +15,6 @@ from gpu_service.scheduler import PriorityKey
 from gpu_service.weights import file_digest
 from reelgen.errors import ConfigError
 from workers.faces import FACE_WIDTH, detect_faces, faces_box
-from workers.saliency import subject_boxes
 
 KEY = PriorityKey(0.0, 0.0)
 
@@ -70,14 +69,7 @@ def test_no_face_in_a_plain_or_textured_frame(model: LocalInference) -> None:
     assert detect_faces(model, [textured, plain], KEY, source_size=(640, 360)) == [[], []]
 
 
-def test_faces_rank_between_the_match_and_the_salient_blob() -> None:
-    match, face, blob = (1.0, 1.0, 2.0, 2.0), (3.0, 3.0, 4.0, 4.0), (5.0, 5.0, 6.0, 6.0)
-    assert subject_boxes([match, None, None, None], [face, face, None, None], [blob, blob, blob, None]) == [
-        match,
-        face,
-        blob,
-        None,
-    ]
+def test_faces_box_holds_every_face() -> None:
     assert faces_box([(10.0, 20.0, 30.0, 40.0), (50.0, 5.0, 60.0, 25.0)]) == (10.0, 5.0, 60.0, 40.0)
     assert faces_box([]) is None
 

@@ -16,11 +16,10 @@ import numpy as np
 
 from gpu_service.scheduler import PriorityKey
 from jobs.sample_catalog import Truth
-from workers.faces import detect_faces, faces_box
 from workers.framing import Box, CropRect, FramingPlan, plan_framing
 from workers.render import EncodeOptions, OutputSpec, render_window
-from workers.saliency import saliency, subject_boxes
 from workers.scoring import Inference, product_template, shot_signature
+from workers.subject import find_subjects
 from workers.text_detection import detect_text, refine_text_times, text_sample_times
 from workers.video import VideoSource
 from workers.windows import Window, best_window, detect_cuts
@@ -96,10 +95,14 @@ def frame_item(
     # as the pipeline does, captions are left out of the saliency map (the text sample nearest each frame)
     sample_times = np.array([t for t, _ in sparse])
     nearest_text = [sparse[int(np.argmin(np.abs(sample_times - frames[i].t)))][1] for i in near]
-    salient = saliency(infer, [frames[i].rgb for i in near], KEY, nearest_text)
-    matched = [matches[i][1] if matches[i][0] >= SUBJECT_MATCH else None for i in near]
-    found = detect_faces(infer, [frames[i].rgb for i in near], KEY, source_size=(info.width, info.height))
-    fused = subject_boxes(matched, [faces_box(f) for f in found], salient)
+    fused = find_subjects(
+        infer,
+        [frames[i].rgb for i in near],
+        KEY,
+        matched=[matches[i][1] if matches[i][0] >= SUBJECT_MATCH else None for i in near],
+        text_boxes=nearest_text,
+        source_size=(info.width, info.height),
+    )
     subject = [(frames[i].t, b) for i, b in zip(near, fused, strict=True)]
     source_cuts = [c + info.start_s for c in cuts]
     plans = plan_framing(start, end, info.width, info.height, aspects, subject, text, source_cuts)

@@ -9,7 +9,7 @@ import pytest
 
 from gpu_service.local import LocalInference
 from gpu_service.scheduler import PriorityKey
-from workers.saliency import MAP_WIDTH, SALIENCY_MODEL, saliency, subject_boxes
+from workers.saliency import MAP_WIDTH, SALIENCY_MODEL, saliency
 
 KEY = PriorityKey(0.0, 0.0)
 
@@ -77,9 +77,3 @@ def test_the_model_computes_the_spectral_residual(model: LocalInference) -> None
         expected = cv2.GaussianBlur((np.abs(back) ** 2).astype(np.float32), (0, 0), MAP_WIDTH / 40)
         assert got.shape == expected.shape
         np.testing.assert_allclose(got, expected, rtol=1e-3, atol=1e-3 * float(expected.max()))
-
-
-def test_match_wins_and_saliency_fills_in() -> None:
-    match = (1.0, 2.0, 3.0, 4.0)
-    salient = (5.0, 6.0, 7.0, 8.0)
-    assert subject_boxes([match, None, None], [salient, salient, None]) == [match, salient, None]

@@ -431,8 +431,17 @@ def _build_segment(
     if not last:
         times[-1] = max(times[-2] if n > 1 else t0, t1 - CUT_EPSILON_S)
     spans = [(times[max(0, i - 1)], times[min(n, i + 1)]) for i in range(n + 1)]
-    safe = [_text_safe(line, text.between(a, b), text_margin) for a, b in spans]
-    between = [_text_safe(line, text.between(times[i], times[i + 1]), text_margin) for i in range(n)]
+    # neighbouring keys mostly see the same regions: work out each distinct set's safe positions once
+    known: dict[tuple[Box, ...], list[Interval]] = {}
+
+    def text_safe(t_from: float, t_to: float) -> list[Interval]:
+        boxes = tuple(text.between(t_from, t_to))
+        if boxes not in known:
+            known[boxes] = _text_safe(line, boxes, text_margin)
+        return known[boxes]
+
+    safe = [text_safe(a, b) for a, b in spans]
+    between = [text_safe(times[i], times[i + 1]) for i in range(n)]
     boxes = _subject_at(subject, times)
     margin = params.subject_margin * line.crop
     subject_ok: list[Interval | None] = [None] * (n + 1)
@@ -506,18 +515,25 @@ def _corridors(segment: _Segment, line: _Line, params: FramingParams) -> tuple[l
         return np.where(member(segment.safe[i]) >= 0, cost, np.inf)
 
     reach = params.max_speed * scale * dt + step
-    jump = np.abs(grid[None, :] - grid[:, None])
-    move = MOVE_COST * (jump / scale) ** 2 / dt
-    move[jump > reach] = np.inf
+    # A move spans at most `band` grid points (the speed limit), so each step looks at a band of sources per
+    # target instead of every pair: offsets ascend, so ties go to the lowest source as a dense argmin's would.
+    size = len(grid)
+    band = min(size - 1, math.ceil(reach / step) + 1)
+    targets = np.arange(size)
+    sources = targets[None, :] + np.arange(-band, band + 1)[:, None]
+    inside = (sources >= 0) & (sources < size)
+    sources = np.clip(sources, 0, size - 1)
+    jump = np.abs(grid[sources] - grid[None, :])
+    move = np.where(inside & (jump <= reach), MOVE_COST * (jump / scale) ** 2 / dt, np.inf)
     cost = node(0)
     back = []
     for i in range(1, n):
         ids = member(segment.between[i - 1])
-        same = (ids[:, None] == ids[None, :]) & (ids[:, None] >= 0)
-        total = np.where(same, cost[:, None] + move, np.inf)
-        choice = np.argmin(total, axis=0)
-        back.append(choice)
-        cost = total[choice, np.arange(len(grid))] + node(i)
+        same = (ids[sources] == ids[None, :]) & (ids[None, :] >= 0)
+        total = np.where(same, cost[sources] + move, np.inf)
+        offset = np.argmin(total, axis=0)
+        back.append(sources[offset, targets])
+        cost = total[offset, targets] + node(i)
     if not np.isfinite(cost).any():
         return None
     index = int(np.argmin(cost))
@@ -590,11 +606,20 @@ def _plan_segment(segment: _Segment, line: _Line, params: FramingParams) -> tupl
     steady = _steady(segment, line)
     if steady is not None:
         return [steady], False
+    allowed_misses = params.subject_miss * len(segment.safe)
+    # keys where no text-safe position holds the subject are misses on every path: too many of them rule the
+    # region out without the dynamic programme (the usual fate of all but the last region tried)
+    forced = sum(
+        inside is not None and not _intersect(safe, [inside])
+        for safe, inside in zip(segment.safe, segment.inside, strict=True)
+    )
+    if forced > allowed_misses:
+        return None
     found = _corridors(segment, line, params)
     if found is None:
         return None
     corridors, misses = found
-    if misses > params.subject_miss * len(corridors):
+    if misses > allowed_misses:
         # text pins the crop where the subject is not: a wider, letterboxed region can show both
         return None
     dt = float(segment.times[1] - segment.times[0])

@@ -27,10 +27,8 @@ from reelgen.settings import OutputConfig, Settings
 from storage.fetch import shown
 from storage.manifest import clip_key, manifest_key, write_manifest
 from storage.store import ObjectStore, left_by_dead_process, process_tag
-from workers.faces import detect_faces, faces_box
 from workers.framing import CropPath, CropRect, aspect_size, plan_framing, static_subject_path
 from workers.render import EncodeOptions, OutputSpec, render_window
-from workers.saliency import saliency, subject_boxes
 from workers.scoring import (
     ANALYSIS_WIDTH,
     Inference,
@@ -41,6 +39,7 @@ from workers.scoring import (
     shot_signature,
 )
 from workers.segments import Segment
+from workers.subject import find_subjects
 from workers.text_detection import detect_text, refine_text_times, text_sample_times
 from workers.video import Frame, VideoInfo, VideoSource
 from workers.windows import Window, best_window, detect_cuts
@@ -235,7 +234,7 @@ def frame_window(
 
     The daemon detects text (at text_detection.TEXT_FPS on frames with the long side at most TEXT_MAX_SIDE),
     faces and saliency on the same samples; text appearance times are refined on a dense quarter-size decode.
-    The subject is the main-image match, else the faces, else the most salient blob.
+    The subject is the main-image match, else the faces, else the most salient blob (workers.subject).
     """
     window = analysis.window
     size = (info.width, info.height)
@@ -246,12 +245,15 @@ def frame_window(
         )
     boxes = detect_text(infer, [f.rgb for f in frames], key, source_size=size)
     text = refine_text_times([(f.t, b) for f, b in zip(frames, boxes, strict=True)], dense, size)
-    salient = saliency(infer, [f.rgb for f in frames], key, boxes, source_size=size)
-    matched = [_subject_near(analysis, f.t) for f in frames]
-    faces = [
-        faces_box(found) for found in detect_faces(infer, [f.rgb for f in frames], key, source_size=size)
-    ]
-    subject = list(zip([f.t for f in frames], subject_boxes(matched, faces, salient), strict=True))
+    found = find_subjects(
+        infer,
+        [f.rgb for f in frames],
+        key,
+        matched=[_subject_near(analysis, f.t) for f in frames],
+        text_boxes=boxes,
+        source_size=size,
+    )
+    subject = list(zip([f.t for f in frames], found, strict=True))
     plans = plan_framing(
         window.start_s, window.end_s, info.width, info.height, config.aspect_pairs, subject, text,
         analysis.cuts, max_side=config.max_output_side,

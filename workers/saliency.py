@@ -93,10 +93,3 @@ def subject_blob(saliency_map: np.ndarray, exclude: Sequence[Box] = ()) -> Box |
         return None
     x, y, w, h = (float(v) for v in stats[best, :4])
     return (x, y, x + w, y + h)
-
-
-def subject_boxes(*sources: Sequence[Box | None]) -> list[Box | None]:
-    """The subject per frame from box sources in order of trust — the main-image match (the product itself),
-    then faces, then the salient blob: each frame takes the first source that has a box there. Every source
-    lists the same frames in the same order."""
-    return [next((box for box in boxes if box is not None), None) for boxes in zip(*sources, strict=True)]

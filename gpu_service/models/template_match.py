@@ -33,9 +33,14 @@ LAPLACIAN = ((0.0, 1.0, 0.0), (1.0, -4.0, 1.0), (0.0, 1.0, 0.0))
 SHARP_LOG = math.log1p(1000.0)
 
 
-def _box_sums(x: Tensor, th: int, tw: int) -> Tensor:
-    """Sums of x (N×C×H×W) over every th×tw window: N×C×(H-th+1)×(W-tw+1), via an integral image."""
-    ii = F.pad(x.double().cumsum(2).cumsum(3), (1, 0, 1, 0))
+def _integral(x: Tensor) -> Tensor:
+    """The integral image of x (N×C×H×W), zero-padded to N×C×(H+1)×(W+1); double, so that window sums of
+    large images keep float precision after the subtractions."""
+    return F.pad(x.double().cumsum(2).cumsum(3), (1, 0, 1, 0))
+
+
+def _box_sums(ii: Tensor, th: int, tw: int) -> Tensor:
+    """Sums over every th×tw window of the image whose integral image is ii: N×C×(H-th+1)×(W-tw+1)."""
     return (ii[..., th:, tw:] - ii[..., :-th, tw:] - ii[..., th:, :-tw] + ii[..., :-th, :-tw]).float()
 
 
@@ -84,7 +89,8 @@ class TemplateMatch(InferenceModel):
         aspect = image.shape[3] / image.shape[2]
         best = torch.full((n,), -1.0, device=frames.device)
         best_box = torch.zeros(n, 4, device=frames.device)
-        squares = frames * frames
+        # the integral images serve every scale's window sums
+        integral, integral_sq = _integral(frames), _integral(frames * frames)
         # Correlation with every template scale through one FFT of the frames: a direct convolution with
         # templates this large costs ~10× more on a CPU.
         spectrum = torch.fft.rfft2(frames)
@@ -100,8 +106,8 @@ class TemplateMatch(InferenceModel):
             product = (spectrum * torch.fft.rfft2(padded).conj()).sum(1)
             numerator = torch.fft.irfft2(product, s=(height, width))[:, : height - th + 1, : width - tw + 1]
             count = th * tw
-            sums = _box_sums(frames, th, tw)
-            variance = (_box_sums(squares, th, tw) - sums * sums / count).sum(1).clamp(min=1e-6)
+            sums = _box_sums(integral, th, tw)
+            variance = (_box_sums(integral_sq, th, tw) - sums * sums / count).sum(1).clamp(min=1e-6)
             ncc = numerator / (variance.sqrt() * template_norm)
             peak, flat = ncc.flatten(1).max(dim=1)
             weighted = peak * (1.0 - PROMINENCE + PROMINENCE * scale / SCALES[-1])

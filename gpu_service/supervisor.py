@@ -59,9 +59,13 @@ class DaemonProcess:
             self.restarts += 1
             self.start()
 
-    def stop(self, timeout_s: float = 20.0) -> None:
+    def detach(self) -> subprocess.Popen[bytes] | None:
+        """Hand the process to a caller that stops it together with others (reelgen.processes.terminate)."""
         process, self._process = self._process, None
-        terminate(process, timeout_s)
+        return process
+
+    def stop(self, timeout_s: float = 20.0) -> None:
+        terminate(self.detach(), timeout_s=timeout_s)
 
     def __enter__(self) -> DaemonProcess:
         self.start()

@@ -27,6 +27,7 @@ from jobs.submit import submit_catalog_job
 from jobs.worker_pool import WorkerPool
 from monitoring.progress import ProgressBar
 from reelgen.errors import CatalogError
+from reelgen.processes import terminate
 from reelgen.settings import Settings
 from storage.store import open_store
 
@@ -124,6 +125,9 @@ def run_catalog(settings: Settings, catalog: Path, *, stream: TextIO = sys.stdou
 
         dispatcher.serve(stop=lambda: current.state.finished, on_tick=tick)
         bar.close()
+        # the job is over and nothing runs: workers and daemon shut down side by side (after a failure the
+        # stack stops them in turn instead, the daemon outliving the workers while they finish their tasks)
+        terminate(pool.detach(), daemon.detach(), timeout_s=30.0)
         final = ledger.job(job.id)
         summarise(ledger, final, store.root, time.monotonic() - started, stream)
         stages = ledger.stage_totals(job.id)

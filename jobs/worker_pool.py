@@ -54,9 +54,15 @@ class WorkerPool:
             self.restarts += 1
             self.start()
 
-    def stop(self, timeout_s: float = 30.0) -> None:
+    def detach(self) -> subprocess.Popen[bytes] | None:
+        """Hand the process to a caller that stops it together with others (reelgen.processes.terminate)."""
         process, self._process = self._process, None
-        terminate(process, timeout_s)  # Celery's warm shutdown: finish running tasks, take no more
+        return process
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        terminate(
+            self.detach(), timeout_s=timeout_s
+        )  # Celery's warm shutdown: finish running tasks, take no more
 
     def __enter__(self) -> WorkerPool:
         self.start()

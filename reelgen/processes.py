@@ -4,15 +4,21 @@ from __future__ import annotations
 
 import signal
 import subprocess
+import time
 
 
-def terminate(process: subprocess.Popen[bytes] | None, timeout_s: float) -> None:
-    """SIGTERM (a graceful shutdown for Celery and the daemon), then SIGKILL if it is not gone in time."""
-    if process is None or process.poll() is not None:
-        return
-    process.send_signal(signal.SIGTERM)
-    try:
-        process.wait(timeout_s)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
+def terminate(*processes: subprocess.Popen[bytes] | None, timeout_s: float) -> None:
+    """SIGTERM (a graceful shutdown for Celery and the daemon), then SIGKILL whatever is not gone in time.
+
+    Several processes are signalled together and share the deadline, so their shutdowns overlap.
+    """
+    running = [p for p in processes if p is not None and p.poll() is None]
+    for process in running:
+        process.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + timeout_s
+    for process in running:
+        try:
+            process.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()

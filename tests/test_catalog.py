@@ -58,3 +58,17 @@ def test_csv_catalog(tmp_path: Path) -> None:
 def test_missing_catalog_is_a_catalog_error(tmp_path: Path) -> None:
     with pytest.raises(CatalogError):
         list(read_catalog(tmp_path / "nope.jsonl"))
+
+
+def test_relative_paths_become_absolute_even_from_a_relative_catalog_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "cat").mkdir()
+    line = {"item_id": "a", "video": "videos/a.mp4", "image": "../img/a.png", "title": "t"}
+    (tmp_path / "cat" / "catalog.jsonl").write_text(json.dumps(line) + "\n")
+    [(_, entry)] = list(read_catalog(Path("cat/catalog.jsonl")))
+    assert isinstance(entry, CatalogEntry)
+    # absolute, and left for the OS to resolve as written (links and '..' alike)
+    assert entry.video == str(tmp_path / "cat" / "videos" / "a.mp4")
+    assert entry.image == str(tmp_path / "cat" / ".." / "img" / "a.png")

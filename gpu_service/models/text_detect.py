@@ -90,6 +90,9 @@ class TextDetector:
         # one CPU budget: the daemon's thread count, so text detection and scoring share its cores
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
+        # idle intra-op threads sleep instead of spinning: the daemon's cores are shared with decoders and
+        # encoders, which a spinning thread would slow for nothing
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.log_severity_level = 3
         try:
             self.session = ort.InferenceSession(str(self.model_path), options, providers=list(providers))

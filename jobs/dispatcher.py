@@ -59,7 +59,10 @@ class Dispatcher:
         with self.ledger.redis.pipeline(transaction=False) as pipe:
             for job_id in ids:
                 pipe.hlen(f"{self.ledger.job_key(job_id)}:inflight")
-            total_in_flight = sum(int(n) for n in pipe.execute())
+                pipe.xlen(self.ledger.results_key(job_id))
+            replies = [int(n) for n in pipe.execute()]
+        total_in_flight = sum(replies[0::2])
+        unindexed = dict(zip(ids, replies[1::2], strict=True))
         admitted = 0
         now = time.monotonic()
         reap_due = now - self._last_reap >= self.settings.reaper_interval_s
@@ -81,9 +84,12 @@ class Dispatcher:
                     total_in_flight += count
             if reap_due:
                 self.reaper.reap(feed.job)
-            # an ending job flushes every tick: it completes only once its results stream is empty
+            # Results move to the index every index_flush_s, or sooner once index_flush_items wait: Redis holds
+            # a bounded number whatever the throughput. An ending job flushes every tick: it completes only
+            # once its results stream is empty.
             ending = job.exhausted or job.state is JobState.DRAINING
-            if ending or now - self._last_flush.get(job_id, 0.0) >= self.settings.index_flush_s:
+            due = now - self._last_flush.get(job_id, 0.0) >= self.settings.index_flush_s
+            if ending or due or unindexed[job_id] >= self.settings.index_flush_items:
                 feed.index.flush()
                 self._last_flush[job_id] = now
             final = self.ledger.finish_if_drained(job_id)

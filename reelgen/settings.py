@@ -127,6 +127,11 @@ class Settings(BaseSettings):
     dispatch_lock_s: float = Field(default=30.0, gt=0, description="a dead dispatcher's jobs wait this long")
     reaper_interval_s: float = Field(default=10.0, gt=0)
     index_flush_s: float = Field(default=5.0, gt=0, description="how often results go to the results index")
+    index_flush_items: int = Field(
+        default=2000,
+        ge=1,
+        description="results waiting in Redis that send them to the index before index_flush_s is up",
+    )
     visibility_timeout_s: int | None = Field(
         default=None, ge=60, description="broker redelivery timeout; default task_time_limit_s + 600"
     )

@@ -125,6 +125,29 @@ def test_in_flight_is_bounded_changeable_live_and_the_index_records_every_item(
     assert queued(redis_client) == 0 and not redis_client.exists(ledger.results_key(job.id))
 
 
+def test_results_go_to_the_index_after_a_count_or_a_time_whichever_comes_first(
+    tmp_path: Path, redis_server: EmbeddedRedis, redis_client: redis.Redis, ledger: Ledger
+) -> None:
+    # more lines than in flight: a job that has read its whole catalog flushes every tick
+    ids = [f"sku-{k:02d}" for k in range(20)]
+    settings = make_settings(tmp_path, redis_server, max_in_flight=6, index_flush_s=3600, index_flush_items=4)
+    job = submit_catalog_job(
+        ledger, settings, JobKind.BACKFILL, str(write_catalog(tmp_path / "c.jsonl", ids))
+    )
+    dispatcher = Dispatcher(ledger, app, settings)
+    dispatcher.tick()
+    results = ledger.results_key(job.id)
+    store = LocalStore(tmp_path / "out")
+    for item_id in ids[:3]:
+        ledger.finish(job.id, item_id)
+    dispatcher.tick()
+    assert redis_client.xlen(results) == 3  # fewer than the count, long before the time: they wait
+    ledger.finish(job.id, ids[3])
+    dispatcher.tick()
+    assert redis_client.xlen(results) == 0
+    assert sorted(line["item_id"] for line in read_index(store, job.id)) == ids[:4]
+
+
 def test_done_items_are_skipped_changed_ones_redone_and_gone_ones_reported(
     tmp_path: Path, redis_server: EmbeddedRedis, redis_client: redis.Redis, ledger: Ledger
 ) -> None:

@@ -14,18 +14,18 @@ from types import TracebackType
 from gpu_service.client import wait_until_ready
 from gpu_service.config import DaemonSettings
 from reelgen.errors import DaemonUnavailable
-from reelgen.processes import terminate
+from reelgen.processes import ChildProcess
 
 log = logging.getLogger(__name__)
 
 
-class DaemonProcess:
+class DaemonProcess(ChildProcess):
     def __init__(self, settings: DaemonSettings, log_file: Path, ready_timeout_s: float = 180.0) -> None:
         self.settings = settings
         self.log_file = log_file
         self.ready_timeout_s = ready_timeout_s
         self.restarts = 0
-        self._process: subprocess.Popen[bytes] | None = None
+        super().__init__()
 
     def start(self) -> None:
         self.launch()
@@ -58,14 +58,6 @@ class DaemonProcess:
             log.warning("inference daemon exited with %s; restarting", self._process.returncode)
             self.restarts += 1
             self.start()
-
-    def detach(self) -> subprocess.Popen[bytes] | None:
-        """Hand the process to a caller that stops it together with others (reelgen.processes.terminate)."""
-        process, self._process = self._process, None
-        return process
-
-    def stop(self, timeout_s: float = 20.0) -> None:
-        terminate(self.detach(), timeout_s=timeout_s)
 
     def __enter__(self) -> DaemonProcess:
         self.start()

@@ -61,8 +61,9 @@ class Dispatcher:
                 pipe.hlen(f"{self.ledger.job_key(job_id)}:inflight")
                 pipe.xlen(self.ledger.results_key(job_id))
             replies = [int(n) for n in pipe.execute()]
-        total_in_flight = sum(replies[0::2])
+        in_flight = dict(zip(ids, replies[0::2], strict=True))
         unindexed = dict(zip(ids, replies[1::2], strict=True))
+        total_in_flight = sum(in_flight.values())
         admitted = 0
         now = time.monotonic()
         reap_due = now - self._last_reap >= self.settings.reaper_interval_s
@@ -84,12 +85,12 @@ class Dispatcher:
                     total_in_flight += count
             if reap_due:
                 self.reaper.reap(feed.job)
-            # Results move to the index every index_flush_s, or sooner once index_flush_items wait: Redis holds
-            # a bounded number whatever the throughput. An ending job flushes every tick: it completes only
-            # once its results stream is empty.
-            ending = job.exhausted or job.state is JobState.DRAINING
-            due = now - self._last_flush.get(job_id, 0.0) >= self.settings.index_flush_s
-            if ending or due or unindexed[job_id] >= self.settings.index_flush_items:
+            # Waiting results move to the index every index_flush_s, or sooner once index_flush_items wait (Redis
+            # holds a bounded number whatever the throughput), and at once when nothing is in flight: a job
+            # completes only once its results stream is empty.
+            due = now - self._last_flush[job_id] >= self.settings.index_flush_s
+            waiting = unindexed[job_id]
+            if waiting and (due or waiting >= self.settings.index_flush_items or not in_flight[job_id]):
                 feed.index.flush()
                 self._last_flush[job_id] = now
             final = self.ledger.finish_if_drained(job_id)
@@ -117,6 +118,7 @@ class Dispatcher:
         if republished:
             log.info("job %s: re-published %d pending item(s) on take-over", job_id, republished)
         self.feeds[job_id] = feed
+        self._last_flush[job_id] = time.monotonic()  # the job's flush clock starts with its feed
         return feed
 
     def _close(self, job_id: str, final: JobState | None) -> None:

@@ -10,13 +10,18 @@ from pathlib import Path
 from types import TracebackType
 
 from jobs.celery_app import QUEUE
-from reelgen.processes import terminate
+from reelgen.processes import ChildProcess
 
 log = logging.getLogger(__name__)
 
 
-class WorkerPool:
-    """One `celery worker` (prefork, `concurrency` children); restarted if it dies while the run goes on."""
+class WorkerPool(ChildProcess):
+    """One `celery worker` (prefork, `concurrency` children); restarted if it dies while the run goes on.
+
+    Stopping is Celery's warm shutdown: finish running tasks, take no more.
+    """
+
+    stop_timeout_s = 30.0
 
     def __init__(
         self, *, concurrency: int, env: dict[str, str], log_file: Path, name: str = "reelgen"
@@ -26,7 +31,7 @@ class WorkerPool:
         self.log_file = log_file
         self.name = name
         self.restarts = 0
-        self._process: subprocess.Popen[bytes] | None = None
+        super().__init__()
 
     def _command(self) -> list[str]:
         return [
@@ -53,16 +58,6 @@ class WorkerPool:
             log.warning("worker exited with %s; restarting", self._process.returncode)
             self.restarts += 1
             self.start()
-
-    def detach(self) -> subprocess.Popen[bytes] | None:
-        """Hand the process to a caller that stops it together with others (reelgen.processes.terminate)."""
-        process, self._process = self._process, None
-        return process
-
-    def stop(self, timeout_s: float = 30.0) -> None:
-        terminate(
-            self.detach(), timeout_s=timeout_s
-        )  # Celery's warm shutdown: finish running tasks, take no more
 
     def __enter__(self) -> WorkerPool:
         self.start()

@@ -22,3 +22,21 @@ def terminate(*processes: subprocess.Popen[bytes] | None, timeout_s: float) -> N
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+class ChildProcess:
+    """A supervised child process: stopped gracefully on its own, or handed over to be stopped with others."""
+
+    #: how long a graceful shutdown may take before SIGKILL
+    stop_timeout_s = 20.0
+
+    def __init__(self) -> None:
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def detach(self) -> subprocess.Popen[bytes] | None:
+        """Hand the process to a caller that stops it together with others (terminate)."""
+        process, self._process = self._process, None
+        return process
+
+    def stop(self) -> None:
+        terminate(self.detach(), timeout_s=self.stop_timeout_s)

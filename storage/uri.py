@@ -51,8 +51,7 @@ def parse_uri(text: str, base_dir: Path | None = None) -> Uri:
         raw_path = unquote(parsed.path) if scheme == "file" else text
         local = Path(raw_path).expanduser()
         if not local.is_absolute():
-            # joining onto the working directory leaves an absolute base_dir as it is
-            local = Path.cwd() / (base_dir or Path()) / local
+            local = (base_dir or Path.cwd()) / local
         # absolute but not resolved: the OS follows links and '..' when the file is opened, exactly as written,
         # and a catalog of millions of lines is spared a realpath (an lstat per path component) per URI
         return Uri(Scheme.FILE, "", str(local), text)

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import pytest
 import redis
 
+from jobs.ledger import Ledger
 from jobs.redis_server import EmbeddedRedis
 
 
@@ -22,3 +23,9 @@ def redis_client(redis_server: EmbeddedRedis) -> Iterator[redis.Redis]:
     client.flushall()
     yield client
     client.close()
+
+
+def index_results(ledger: Ledger, job_id: str) -> None:
+    """Take a job's settled results out of its stream, as the dispatcher does once it has indexed them: a job
+    completes only when none are left."""
+    ledger.trim_results(job_id, [stream_id for stream_id, _ in ledger.read_results(job_id)])

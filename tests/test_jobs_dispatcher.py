@@ -128,7 +128,7 @@ def test_in_flight_is_bounded_changeable_live_and_the_index_records_every_item(
 def test_results_go_to_the_index_after_a_count_or_a_time_whichever_comes_first(
     tmp_path: Path, redis_server: EmbeddedRedis, redis_client: redis.Redis, ledger: Ledger
 ) -> None:
-    # more lines than in flight: a job that has read its whole catalog flushes every tick
+    # more lines than in flight: a job with nothing in flight indexes its results at once
     ids = [f"sku-{k:02d}" for k in range(20)]
     settings = make_settings(tmp_path, redis_server, max_in_flight=6, index_flush_s=3600, index_flush_items=4)
     job = submit_catalog_job(

@@ -27,6 +27,7 @@ from jobs.runner import local_daemon_settings
 from jobs.sample_catalog import write_sample_catalog
 from jobs.submit import submit_retry
 from reelgen.settings import load_settings
+from tests.conftest import index_results
 
 REELGEN = str(Path(sys.executable).with_name("reelgen"))
 CRASH_TASK = "reelgen.test_crash"
@@ -236,6 +237,6 @@ def test_an_item_that_kills_its_worker_is_dead_lettered(
         worker.wait(30)
     failure = ledger.failures(job.id)[0]
     assert failure.error == "WorkerLost" and failure.dead
-    ledger.trim_results(job.id, [i for i, _ in ledger.read_results(job.id)])  # the dispatcher indexes them
+    index_results(ledger, job.id)
     assert ledger.finish_if_drained(job.id) is JobState.COMPLETED
     assert ledger.job(job.id).dead == 1

@@ -8,6 +8,7 @@ import redis
 
 from jobs.ledger import ItemState, JobAction, JobKind, JobState, Ledger
 from reelgen.errors import JobNotFound, JobStateError
+from tests.conftest import index_results
 
 
 def _job(ledger: Ledger) -> str:
@@ -55,7 +56,7 @@ def test_job_completes_only_when_exhausted_and_drained(redis_client: redis.Redis
     assert not ledger.complete_if_drained(job)  # "a" still in flight
     ledger.finish(job, "a")
     assert not ledger.complete_if_drained(job)  # "a"'s result is not in the index yet
-    ledger.trim_results(job, [i for i, _ in ledger.read_results(job)])  # the dispatcher indexes them
+    index_results(ledger, job)
     assert ledger.complete_if_drained(job)
     assert ledger.job(job).state is JobState.COMPLETED
     assert not ledger.complete_if_drained(job)
@@ -109,7 +110,7 @@ def test_job_control_transitions(redis_client: redis.Redis) -> None:
     assert ledger.control(job, JobAction.DRAIN) is JobState.DRAINING
     assert ledger.finish_if_drained(job) is None  # "a" still in flight
     ledger.finish(job, "a")
-    ledger.trim_results(job, [i for i, _ in ledger.read_results(job)])  # the dispatcher indexes them
+    index_results(ledger, job)
     assert ledger.finish_if_drained(job) is JobState.DRAINED
     assert job not in ledger.active_jobs()
     with pytest.raises(JobStateError):
@@ -147,7 +148,7 @@ def test_retry_claims_are_exclusive(redis_client: redis.Redis) -> None:
     assert ledger.claim_for_retry(parent, one, "a", {"item_id": "a"}, 60) == 0
     ledger.finish(one, "a")
     ledger.mark_exhausted(one)
-    ledger.trim_results(one, [i for i, _ in ledger.read_results(one)])  # the dispatcher indexes them
+    index_results(ledger, one)
     assert ledger.finish_if_drained(one) is JobState.COMPLETED
     # once the first retry has ended, a later retry may take the item again
     assert ledger.claim_for_retry(parent, two, "a", {"item_id": "a"}, 60) == 1

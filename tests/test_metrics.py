@@ -29,6 +29,7 @@ from jobs.ledger import JobKind, Ledger
 from jobs.redis_server import EmbeddedRedis
 from monitoring import metrics
 from reelgen.settings import Settings
+from tests.conftest import index_results
 
 ROOT = Path(__file__).resolve().parent.parent
 DASHBOARD = ROOT / "helm" / "reelgen" / "dashboards" / "reelgen.json"
@@ -166,7 +167,7 @@ def test_exporter_reports_queue_depth_and_job_progress_from_redis(
     ledger.admit(old.id, "z", {"item_id": "z"})
     ledger.finish(old.id, "z")
     ledger.mark_exhausted(old.id)
-    ledger.trim_results(old.id, [i for i, _ in ledger.read_results(old.id)])  # the dispatcher indexes them
+    index_results(ledger, old.id)
     assert ledger.finish_if_drained(old.id) is not None
 
     status, text = get(f"http://127.0.0.1:{server.port}/metrics")

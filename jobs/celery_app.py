@@ -6,7 +6,9 @@ Redis URL is set, and `reelgen run` configures it explicitly after it has starte
 
 from __future__ import annotations
 
+import redis
 from celery import Celery
+from kombu.exceptions import OperationalError
 
 from jobs.cron import beat_schedule
 from reelgen.errors import ConfigError
@@ -22,6 +24,10 @@ PRIORITY_RENDER = 0
 
 # the longest wait before a transient failure's retry (workers/tasks.py: min(60, 2 ** (retries + 1)))
 MAX_RETRY_COUNTDOWN_S = 60
+
+# Redis (ledger and broker) is away, e.g. restarting: kombu reports a broker that cannot be reached as
+# OperationalError, redis-py its own commands as ConnectionError/TimeoutError. Nothing is wrong with any item.
+REDIS_UNAVAILABLE = (redis.ConnectionError, redis.TimeoutError, OperationalError)
 
 app = Celery("reelgen", include=["workers.tasks", "jobs.schedule"])
 

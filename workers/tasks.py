@@ -25,7 +25,7 @@ from celery.signals import worker_process_init
 from gpu_service.client import InferenceClient
 from gpu_service.scheduler import PriorityKey
 from jobs.catalog import CatalogEntry
-from jobs.celery_app import PRIORITY_RENDER, PRIORITY_SAMPLE, PRIORITY_SELECT, app
+from jobs.celery_app import PRIORITY_RENDER, PRIORITY_SAMPLE, PRIORITY_SELECT, REDIS_UNAVAILABLE, app
 from jobs.ledger import JobState, Ledger
 from monitoring.metrics import count_item, observe_stage
 from reelgen.errors import InternalError, ItemTimeout, ReelgenError
@@ -143,7 +143,7 @@ def _run_stage(
         return result
     except (Ignore, Retry):
         raise
-    except (redis.ConnectionError, redis.TimeoutError) as exc:
+    except REDIS_UNAVAILABLE as exc:
         # the ledger's Redis is away (a restart): nothing is wrong with the item, so never fail it for this;
         # the broker redelivers the task, or the lease reaper re-dispatches the item
         log.warning("item %s: Redis unavailable in %s (%s); retrying", entry.item_id, task.name, exc)

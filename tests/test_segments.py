@@ -36,6 +36,19 @@ def test_very_short_video_still_has_a_sample() -> None:
     assert only.times == (0.0,)
 
 
+def test_cuts_move_to_the_nearest_keyframe_so_no_segment_decodes_another_ones_pictures() -> None:
+    keyframes = [0.0, 8.3, 17.9, 40.0]
+    segments = plan_segments(0.0, 30.0, 2.0, 10.0, keyframes)
+    assert [s.start_s for s in segments] == [0.0, 8.3, 17.9]  # 40 s is beyond half a segment of the 30 s cut
+    assert [s.end_s for s in segments] == [8.3, 17.9, 30.0]
+    assert _all_times(segments) == [k / 2 for k in range(60)]  # every sample exactly once, in order
+    for segment in segments:
+        assert all(segment.start_s <= t < segment.end_s for t in segment.times)
+    # without a keyframe near a cut the cut stays where it was
+    assert [s.start_s for s in plan_segments(0.0, 30.0, 2.0, 10.0, [0.0, 4.0])] == [0.0, 10.0, 20.0]
+    assert plan_segments(0.0, 30.0, 2.0, 10.0, []) == plan_segments(0.0, 30.0, 2.0, 10.0)
+
+
 def test_bad_arguments() -> None:
     with pytest.raises(ValueError):
         plan_segments(0.0, 0.0, 2.0, 10.0)

@@ -17,7 +17,7 @@ from gpu_service.scheduler import PriorityKey
 from gpu_service.weights import file_digest
 from reelgen.errors import ConfigError
 from workers.framing import Box
-from workers.text_detection import detect_text, refine_text_times, text_sample_times
+from workers.text_detection import TEXT_FPS, detect_text, refine_text_times, text_sample_times
 
 KEY = PriorityKey(0.0, 0.0)
 
@@ -89,12 +89,12 @@ def test_weights_are_an_onnx_file_from_a_configured_path(tmp_path: Path) -> None
 
 
 def test_sample_times_cover_the_window_edges() -> None:
-    assert text_sample_times(2.0, 4.0) == [2.0, 2.5, 3.0, 3.5, 4.0]
-    times = text_sample_times(2.0, 4.2, fps=1.0)
+    assert text_sample_times(2.0, 4.0, fps=2.0) == [2.0, 2.5, 3.0, 3.5, 4.0]
+    times = text_sample_times(2.0, 4.2)
     assert (
         times[0] == 2.0
         and times[-1] >= 4.2
-        and all(b - a <= 1.0 + 1e-9 for a, b in itertools.pairwise(times))
+        and all(b - a <= 1.0 / TEXT_FPS + 1e-9 for a, b in itertools.pairwise(times))
     )
 
 

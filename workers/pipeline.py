@@ -38,7 +38,7 @@ from workers.scoring import (
     score_frames,
     shot_signature,
 )
-from workers.segments import Segment
+from workers.segments import Segment, plan_segments
 from workers.subject import find_subjects
 from workers.text_detection import detect_text, refine_text_times, text_sample_times
 from workers.video import Frame, VideoInfo, VideoSource
@@ -97,10 +97,14 @@ def info_from_json(data: dict[str, Any]) -> VideoInfo:
     return VideoInfo(**data)
 
 
-def probe(entry: CatalogEntry, opener: SourceOpener, settings: Settings) -> VideoInfo:
+def plan_sampling(
+    entry: CatalogEntry, opener: SourceOpener, settings: Settings, sample_fps: float
+) -> tuple[VideoInfo, list[Segment]]:
+    """Probe the video (refusing one past the limits) and cut its sampling into segments at keyframes."""
     with opener.local_path(entry.video) as path, VideoSource(path) as source:
         source.check_limits(max_duration_s=settings.max_duration_s, max_pixels=settings.max_pixels)
-        return source.info
+        info, keyframes = source.info, source.keyframe_times()
+    return info, plan_segments(info.start_s, info.duration_s, sample_fps, settings.segment_s, keyframes)
 
 
 def load_image(path: Path) -> np.ndarray:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 
@@ -15,24 +17,55 @@ class Segment:
     times: tuple[float, ...]
 
 
-def plan_segments(start_s: float, duration_s: float, sample_fps: float, segment_s: float) -> list[Segment]:
+def plan_segments(
+    start_s: float,
+    duration_s: float,
+    sample_fps: float,
+    segment_s: float,
+    keyframes: Sequence[float] = (),
+) -> list[Segment]:
     """Sample times every 1/sample_fps from the video's start, cut into segments of about segment_s seconds.
 
-    Segments are whole numbers of sampling periods long, so every sample belongs to exactly one segment and
-    the union is exactly the single-pass sampling; a short tail is merged into the segment before it.
+    Every sample belongs to exactly one segment and the union is exactly the single-pass sampling; a short
+    tail is merged into the segment before it. Given the video's keyframe times, each cut moves to the
+    keyframe nearest it (if one lies within half a segment): a segment then starts decoding at its own first
+    picture, where a cut between keyframes has two workers decode the pictures from the keyframe before the
+    cut up to it (with libx264's defaults, up to 10 s of them).
     """
     if duration_s <= 0 or sample_fps <= 0 or segment_s <= 0:
         raise ValueError("duration, sampling rate and segment length must be positive")
     period = 1.0 / sample_fps
     count = max(1, math.ceil(duration_s * sample_fps - 1e-9))
     times = [start_s + k * period for k in range(count)]
-    per_segment = max(1, round(segment_s * sample_fps))
-    groups = [times[i : i + per_segment] for i in range(0, count, per_segment)]
+    end = start_s + duration_s
+    cuts = _cuts(times, segment_s, keyframes)
+    # a sample at a cut (within float error) opens the segment after it
+    bounds = itertools.pairwise([-math.inf, *(c - 1e-6 for c in cuts), math.inf])
+    groups = [[t for t in times if lo <= t < hi] for lo, hi in bounds]
+    groups = [g for g in groups if g]
+    per_segment = segment_s * sample_fps
     if len(groups) > 1 and len(groups[-1]) < per_segment / 2:
         groups[-2].extend(groups.pop())
-    end = start_s + duration_s
-    segments = []
-    for index, group in enumerate(groups):
-        seg_end = groups[index + 1][0] if index + 1 < len(groups) else end
-        segments.append(Segment(index, group[0], seg_end, tuple(group)))
-    return segments
+    starts = [start_s, *(_cut_before(cuts, g[0]) for g in groups[1:])]
+    return [
+        Segment(index, starts[index], starts[index + 1] if index + 1 < len(groups) else end, tuple(group))
+        for index, group in enumerate(groups)
+    ]
+
+
+def _cuts(times: list[float], segment_s: float, keyframes: Sequence[float]) -> list[float]:
+    """Where segments begin after the first: every segment_s of samples, each at the nearest keyframe."""
+    ideal = [times[0] + k * segment_s for k in range(1, math.ceil((times[-1] - times[0]) / segment_s) + 1)]
+    ideal = [c for c in ideal if c <= times[-1]]
+    cuts: list[float] = []
+    for cut in ideal:
+        near = min(keyframes, key=lambda k: abs(k - cut), default=None)
+        if near is not None and abs(near - cut) <= segment_s / 2:
+            cut = near
+        if times[0] < cut and (not cuts or cut > cuts[-1]):
+            cuts.append(cut)
+    return cuts
+
+
+def _cut_before(cuts: list[float], t: float) -> float:
+    return max(c for c in cuts if c - 1e-6 <= t)

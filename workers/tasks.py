@@ -36,7 +36,7 @@ from storage.store import ObjectStore, open_store
 from workers import pipeline
 from workers.fanin import SegmentResults
 from workers.render import EncodeOptions
-from workers.segments import Segment, plan_segments
+from workers.segments import Segment
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -178,9 +178,8 @@ def prepare(self: Task, job_id: str, entry_json: dict[str, Any], token: int | No
         raise Ignore()  # a stale delivery: the item is no longer in flight, or was re-dispatched since
 
     def run(ctx: WorkerContext) -> None:
-        info = pipeline.probe(entry, ctx.fetcher, ctx.settings)
         config = ctx.config(job_id)
-        segments = plan_segments(info.start_s, info.duration_s, config.sample_fps, ctx.settings.segment_s)
+        info, segments = pipeline.plan_sampling(entry, ctx.fetcher, ctx.settings, config.sample_fps)
         ctx.segments.reset(job_id, entry.item_id)
         state = {
             "job_id": job_id,

@@ -209,11 +209,14 @@ class VideoSource:
     def keyframe_times(self) -> list[float]:
         """Presentation times of the video's keyframes, read from packets without decoding."""
         if self._keyframes is None:
-            self._container.seek(0, stream=self._stream, backward=True)
             times = []
-            for packet in self._container.demux(self._stream):
-                if packet.is_keyframe and packet.pts is not None and packet.time_base is not None:
-                    times.append(float(packet.pts * packet.time_base))
+            try:
+                self._container.seek(0, stream=self._stream, backward=True)
+                for packet in self._container.demux(self._stream):
+                    if packet.is_keyframe and packet.pts is not None and packet.time_base is not None:
+                        times.append(float(packet.pts * packet.time_base))
+            except (av.error.FFmpegError, ValueError) as exc:
+                raise UnreadableVideo(f"{self.path.name}: the container does not demux ({exc})") from exc
             self._keyframes = sorted(times)
         return self._keyframes
 

@@ -37,19 +37,20 @@ def plan_segments(
     period = 1.0 / sample_fps
     count = max(1, math.ceil(duration_s * sample_fps - 1e-9))
     times = [start_s + k * period for k in range(count)]
-    end = start_s + duration_s
     cuts = _cuts(times, segment_s, keyframes)
-    # a sample at a cut (within float error) opens the segment after it
+    # each segment starts at its cut; a sample at a cut (within float error) opens the segment after it
     bounds = itertools.pairwise([-math.inf, *(c - 1e-6 for c in cuts), math.inf])
-    groups = [[t for t in times if lo <= t < hi] for lo, hi in bounds]
-    groups = [g for g in groups if g]
-    per_segment = segment_s * sample_fps
-    if len(groups) > 1 and len(groups[-1]) < per_segment / 2:
-        groups[-2].extend(groups.pop())
-    starts = [start_s, *(_cut_before(cuts, g[0]) for g in groups[1:])]
+    pieces = [
+        (cut, [t for t in times if lo <= t < hi])
+        for cut, (lo, hi) in zip([start_s, *cuts], bounds, strict=True)
+    ]
+    pieces = [(cut, group) for cut, group in pieces if group]
+    if len(pieces) > 1 and len(pieces[-1][1]) < segment_s * sample_fps / 2:
+        pieces[-2][1].extend(pieces.pop()[1])
+    ends = [cut for cut, _ in pieces[1:]] + [start_s + duration_s]
     return [
-        Segment(index, starts[index], starts[index + 1] if index + 1 < len(groups) else end, tuple(group))
-        for index, group in enumerate(groups)
+        Segment(index, cut, seg_end, tuple(group))
+        for index, ((cut, group), seg_end) in enumerate(zip(pieces, ends, strict=True))
     ]
 
 
@@ -65,7 +66,3 @@ def _cuts(times: list[float], segment_s: float, keyframes: Sequence[float]) -> l
         if times[0] < cut and (not cuts or cut > cuts[-1]):
             cuts.append(cut)
     return cuts
-
-
-def _cut_before(cuts: list[float], t: float) -> float:
-    return max(c for c in cuts if c - 1e-6 <= t)

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import av
 import cv2
 import numpy as np
 import pytest
+from celery.exceptions import SoftTimeLimitExceeded
 
-from reelgen.errors import UnreadableVideo, VideoLimitExceeded
+from reelgen.errors import RenderError, UnreadableVideo, VideoLimitExceeded
 from tests.media import make_code_video, read_code
+from workers import render as render_module
 from workers.framing import CropPath, CropRect, aspect_size
 from workers.render import EncodeOptions, OutputSpec, render_window
 from workers.video import VideoSource
@@ -167,3 +171,68 @@ def test_keyframe_times_come_from_packets(tmp_path: Path) -> None:
     make_code_video(path, seconds=3.0, fps=25, keyint=25, audio=False)
     with VideoSource(path) as source:
         assert source.keyframe_times() == pytest.approx([0.0, 1.0, 2.0])
+
+
+def _centre_specs(folder: Path, crop_at: dict[str, Callable[[float], CropRect]]) -> list[OutputSpec]:
+    specs = []
+    for aspect in [(1, 1), (9, 16), (16, 9)]:
+        size = aspect_size(aspect, 640, 360)
+        rect = CropRect(
+            (640 - size.crop_w) // 2 // 2 * 2, (360 - size.crop_h) // 2 // 2 * 2, size.crop_w, size.crop_h
+        )
+        path = crop_at.get(size.label, CropPath((0.0,), (rect,)))
+        specs.append(OutputSpec(size.label, size.out_w, size.out_h, path, folder / f"{size.file_stem}.mp4"))
+    return specs
+
+
+def _failing_after(seconds: float, error: Exception) -> Callable[[float], CropRect]:
+    def crop_at(t: float) -> CropRect:
+        if t >= seconds:
+            raise error
+        return CropRect(0, 0, 360, 360)
+
+    return crop_at
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    ("error", "raised"),
+    [(ValueError("bad crop"), RenderError), (RuntimeError("a bug"), RuntimeError)],
+)
+def test_a_clip_failing_mid_window_stops_the_render_and_leaves_no_thread(
+    tmp_path: Path, error: Exception, raised: type[Exception]
+) -> None:
+    """One clip's encoder fails halfway: the render stops with the named error (a bug stays itself) instead of
+    blocking on the failed clip's full queue, and every clip thread is gone."""
+    source = tmp_path / "v.mp4"
+    make_code_video(source, seconds=6.0, fps=25, size=(640, 360))
+    threads = threading.active_count()
+    specs = _centre_specs(tmp_path, {"1:1": _failing_after(2.0, error)})
+    with pytest.raises(raised):
+        render_window(source, 1.0, 5.0, specs, EncodeOptions(preset="ultrafast"))
+    assert threading.active_count() == threads
+    assert all(spec.frames < 100 for spec in specs)
+
+
+@pytest.mark.timeout(60)
+def test_a_time_limit_during_the_decode_abandons_every_clip(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An exception in the decoding thread (Celery's soft time limit arrives there) ends the clip threads too."""
+    source = tmp_path / "v.mp4"
+    make_code_video(source, seconds=6.0, fps=25, size=(640, 360))
+    real_planes, calls = render_module._planes, []
+
+    def planes_until_timeout(frame: av.VideoFrame, rotation: int) -> render_module.Planes:
+        calls.append(frame)
+        if len(calls) > 20:
+            raise SoftTimeLimitExceeded()
+        return real_planes(frame, rotation)
+
+    monkeypatch.setattr(render_module, "_planes", planes_until_timeout)
+    threads = threading.active_count()
+    specs = _centre_specs(tmp_path, {})
+    with pytest.raises(SoftTimeLimitExceeded):
+        render_window(source, 1.0, 5.0, specs, EncodeOptions(preset="ultrafast"))
+    assert threading.active_count() == threads
+    assert all(spec.frames <= 20 for spec in specs)

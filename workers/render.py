@@ -9,6 +9,8 @@ from __future__ import annotations
 import contextlib
 import errno
 import logging
+import queue
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -238,6 +240,57 @@ def _audio_frames(path: Path, start: float, end: float) -> tuple[int, list[av.Au
         return rate, frames
 
 
+# Frames a clip's encoder may fall behind the decoder by: bounds memory (decoded pictures are shared by all
+# clips) while letting the encoders' speeds differ within a few frames.
+FRAME_QUEUE = 8
+_FINISH, _ABANDON = "finish", "abandon"
+
+
+class _ClipThread(threading.Thread):
+    """Crops, scales and encodes one clip's frames as the decoder hands them over.
+
+    Each clip has its own thread, so one window's six encoders use every core that is free (PyAV encodes
+    without the GIL): a worker whose render is the last work left on its node is not held to one core, and
+    each encoder keeps the configured codec thread count. Frames reach a clip in decode order through its queue.
+    """
+
+    def __init__(self, writer: _ClipWriter, start: float, audio: list[av.AudioFrame]) -> None:
+        super().__init__(name=f"clip-{writer.spec.aspect}", daemon=True)
+        self.writer = writer
+        self.start_s = start
+        self.audio = audio
+        self.frames: queue.Queue[tuple[Planes, float] | str] = queue.Queue(maxsize=FRAME_QUEUE)
+        self.error: Exception | None = None
+
+    def run(self) -> None:
+        spec = self.writer.spec
+        item: tuple[Planes, float] | str = ""
+        try:
+            while isinstance(item := self.frames.get(), tuple):
+                planes, t = item
+                rect = spec.crop_at(t)
+                spec.crops.append((t, rect))
+                region = planes.crop(rect)
+                picture = (
+                    region.letterbox(spec.width, spec.height)
+                    if spec.padded
+                    else region.resize(spec.width, spec.height)
+                )
+                self.writer.write_video(picture, t - self.start_s)
+            if item == _FINISH:
+                for frame in self.audio:
+                    self.writer.write_audio(frame)
+                self.writer.close()
+                return
+        except Exception as exc:
+            self.error = exc
+            # keep taking frames until told to stop, so the decoder never blocks on this clip's full queue
+            while isinstance(item, tuple):
+                item = self.frames.get()
+        with contextlib.suppress(av.error.FFmpegError, OSError):
+            self.writer.container.close()
+
+
 def render_window(
     source_path: Path,
     start: float,
@@ -251,41 +304,55 @@ def render_window(
     except av.error.FFmpegError as exc:
         log.warning("audio of %s unusable, clips will be silent: %s", source_path.name, exc)
         audio = None
+    error: Exception | None = None
+    decoded = False
     with VideoSource(source_path, threads=options.threads) as source:
         rate = Fraction(source.info.fps).limit_denominator(1001)
-        writers = [_ClipWriter(spec, rate, options, audio[0] if audio else None) for spec in specs]
+        clips: list[_ClipThread] = []
         try:
+            for spec in specs:
+                clip = _ClipThread(
+                    _ClipWriter(spec, rate, options, audio[0] if audio else None),
+                    start,
+                    audio[1] if audio else [],
+                )
+                clip.start()
+                clips.append(clip)
             for raw in source.raw_frames(start, end):
-                t = float(raw.time)
-                planes = _planes(raw, source.info.rotation)
-                for writer in writers:
-                    spec = writer.spec
-                    rect = spec.crop_at(t)
-                    spec.crops.append((t, rect))
-                    region = planes.crop(rect)
-                    picture = (
-                        region.letterbox(spec.width, spec.height)
-                        if spec.padded
-                        else region.resize(spec.width, spec.height)
-                    )
-                    writer.write_video(picture, t - start)
-            if audio:
-                for writer in writers:
-                    for frame in audio[1]:
-                        writer.write_audio(frame)
-            for writer in writers:
-                writer.close()
+                if any(clip.error for clip in clips):
+                    break
+                item = (_planes(raw, source.info.rotation), float(raw.time))
+                for clip in clips:
+                    clip.frames.put(item)
+            decoded = True
         except (av.error.FFmpegError, ValueError) as exc:
-            for writer in writers:
-                with contextlib.suppress(av.error.FFmpegError, OSError):
-                    writer.container.close()
-            if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
-                folder = specs[0].path.parent if specs else source_path.parent
-                raise DiskFull(f"no space left in the work folder {folder} for the clips ({exc})") from exc
-            if isinstance(exc, av.error.FFmpegError) and "decod" in str(exc).lower():
-                raise UnreadableVideo(f"{source_path.name}: decoding the window failed ({exc})") from exc
-            raise RenderError(f"{source_path.name}: encoding failed ({exc})") from exc
+            error = exc
+        finally:
+            # anything but a complete decode (an error, a time limit) abandons the clips instead of finishing them
+            ending = _FINISH if decoded and not any(clip.error for clip in clips) else _ABANDON
+            for clip in clips:
+                clip.frames.put(ending)
+            for clip in clips:
+                clip.join()
+    error = error or next((clip.error for clip in clips if clip.error), None)
+    if error is not None:
+        mapped = _render_error(error, source_path, specs)
+        if mapped is error:
+            raise error
+        raise mapped from error
     for spec in specs:
         if spec.frames == 0:
             raise RenderError(f"{source_path.name}: no frames in [{start:.2f}, {end:.2f}) s")
     return list(specs)
+
+
+def _render_error(exc: Exception, source_path: Path, specs: Sequence[OutputSpec]) -> Exception:
+    """The named error for a decoder or encoder failure; anything else (a bug) is passed on as it is."""
+    if not isinstance(exc, (av.error.FFmpegError, ValueError)):
+        return exc
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        folder = specs[0].path.parent if specs else source_path.parent
+        return DiskFull(f"no space left in the work folder {folder} for the clips ({exc})")
+    if isinstance(exc, av.error.FFmpegError) and "decod" in str(exc).lower():
+        return UnreadableVideo(f"{source_path.name}: decoding the window failed ({exc})")
+    return RenderError(f"{source_path.name}: encoding failed ({exc})")

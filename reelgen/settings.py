@@ -128,8 +128,9 @@ class Settings(BaseSettings):
     reaper_interval_s: float = Field(default=10.0, gt=0)
     index_flush_s: float = Field(default=5.0, gt=0, description="how often results go to the results index")
     index_flush_items: int = Field(
-        # about index_flush_s of results at a few thousand items/s: a bound at any throughput, rarely reached
-        default=10_000,
+        # about one second of results at a few thousand items/s: the stream is the largest thing a dispatcher keeps
+        # in Redis, so this bound (not the catalog's size or the rate) sets Redis's peak; each flush is one index part
+        default=2_000,
         ge=1,
         description="results waiting in Redis that send them to the index before index_flush_s is up",
     )

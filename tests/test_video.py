@@ -121,17 +121,22 @@ def test_limits(tmp_path: Path) -> None:
             source.check_limits(max_duration_s=10, max_pixels=1000)
 
 
-def test_render_cuts_the_window_and_lands_crops_on_the_planned_pixels(tmp_path: Path) -> None:
-    source = tmp_path / "v.mp4"
-    make_code_video(source, seconds=6.0, fps=25, size=(640, 360))
+def _centre_specs(folder: Path, crop_at: dict[str, Callable[[float], CropRect]]) -> list[OutputSpec]:
     specs = []
     for aspect in [(1, 1), (9, 16), (16, 9)]:
         size = aspect_size(aspect, 640, 360)
         rect = CropRect(
             (640 - size.crop_w) // 2 // 2 * 2, (360 - size.crop_h) // 2 // 2 * 2, size.crop_w, size.crop_h
         )
-        path = CropPath((0.0,), (rect,))
-        specs.append(OutputSpec(size.label, size.out_w, size.out_h, path, tmp_path / f"{size.file_stem}.mp4"))
+        path = crop_at.get(size.label, CropPath((0.0,), (rect,)))
+        specs.append(OutputSpec(size.label, size.out_w, size.out_h, path, folder / f"{size.file_stem}.mp4"))
+    return specs
+
+
+def test_render_cuts_the_window_and_lands_crops_on_the_planned_pixels(tmp_path: Path) -> None:
+    source = tmp_path / "v.mp4"
+    make_code_video(source, seconds=6.0, fps=25, size=(640, 360))
+    specs = _centre_specs(tmp_path, {})
     render_window(source, 1.0, 3.0, specs, EncodeOptions(crf=18, preset="ultrafast"))
     for spec in specs:
         assert spec.frames == 50 and len(spec.crops) == 50
@@ -171,18 +176,6 @@ def test_keyframe_times_come_from_packets(tmp_path: Path) -> None:
     make_code_video(path, seconds=3.0, fps=25, keyint=25, audio=False)
     with VideoSource(path) as source:
         assert source.keyframe_times() == pytest.approx([0.0, 1.0, 2.0])
-
-
-def _centre_specs(folder: Path, crop_at: dict[str, Callable[[float], CropRect]]) -> list[OutputSpec]:
-    specs = []
-    for aspect in [(1, 1), (9, 16), (16, 9)]:
-        size = aspect_size(aspect, 640, 360)
-        rect = CropRect(
-            (640 - size.crop_w) // 2 // 2 * 2, (360 - size.crop_h) // 2 // 2 * 2, size.crop_w, size.crop_h
-        )
-        path = crop_at.get(size.label, CropPath((0.0,), (rect,)))
-        specs.append(OutputSpec(size.label, size.out_w, size.out_h, path, folder / f"{size.file_stem}.mp4"))
-    return specs
 
 
 def _failing_after(seconds: float, error: Exception) -> Callable[[float], CropRect]:

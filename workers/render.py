@@ -21,7 +21,7 @@ import av.error
 import cv2
 import numpy as np
 
-from reelgen.errors import DiskFull, RenderError, UnreadableVideo
+from reelgen.errors import DiskFull, ReelgenError, RenderError, UnreadableVideo
 from workers.framing import CropRect
 from workers.video import VideoSource, quarter_turns
 
@@ -335,21 +335,18 @@ def render_window(
             for clip in clips:
                 clip.join()
     error = error or next((clip.error for clip in clips if clip.error), None)
+    if isinstance(error, (av.error.FFmpegError, ValueError)):
+        raise _render_error(error, source_path, specs) from error
     if error is not None:
-        mapped = _render_error(error, source_path, specs)
-        if mapped is error:
-            raise error
-        raise mapped from error
+        raise error  # not the decoder's or an encoder's: a bug keeps its own type
     for spec in specs:
         if spec.frames == 0:
             raise RenderError(f"{source_path.name}: no frames in [{start:.2f}, {end:.2f}) s")
     return list(specs)
 
 
-def _render_error(exc: Exception, source_path: Path, specs: Sequence[OutputSpec]) -> Exception:
-    """The named error for a decoder or encoder failure; anything else (a bug) is passed on as it is."""
-    if not isinstance(exc, (av.error.FFmpegError, ValueError)):
-        return exc
+def _render_error(exc: Exception, source_path: Path, specs: Sequence[OutputSpec]) -> ReelgenError:
+    """The named error for a decoder or encoder failure."""
     if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
         folder = specs[0].path.parent if specs else source_path.parent
         return DiskFull(f"no space left in the work folder {folder} for the clips ({exc})")

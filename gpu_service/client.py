@@ -64,9 +64,8 @@ class _Connection:
         self.slot_stride = int(hello["slot_stride"])
         self.max_batch = int(hello["max_batch"])
         self.ids = itertools.count(1)
-        # A slot the daemon let this connection keep after its last request, and whether that verdict is unread.
-        self.kept: int | None = None
-        self.verdict_pending = False
+        # Slots the daemon let this connection keep after a request, for its next ones.
+        self.kept: list[int] = []
 
     def close(self) -> None:
         self.sock.close()
@@ -182,18 +181,8 @@ class InferenceClient:
             raise DaemonUnavailable("the inference daemon closed the connection (it stopped or died); retry")
         return message
 
-    def _settle(self, conn: _Connection) -> None:
-        """Read the daemon's answer to the last keep request before anything else."""
-        if conn.verdict_pending:
-            verdict = self._read(conn)
-            if verdict.get("op") != "keep":
-                raise protocol.ProtocolError(f"expected a keep verdict, got {verdict!r}")
-            conn.kept = int(verdict["slot"]) if verdict.get("kept") else None
-            conn.verdict_pending = False
-
     def _call(self, conn: _Connection, message: dict[str, Any], rid: int) -> dict[str, Any]:
         try:
-            self._settle(conn)
             protocol.send(conn.sock, message)
             reply = self._read(conn)
         except (OSError, ConnectionError, protocol.ProtocolError) as exc:
@@ -269,7 +258,6 @@ class InferenceClient:
         pending: set[int] = set()
         error: InferenceError | None = None
         next_chunk = 0
-        self._settle(conn)
         while next_chunk < len(chunks) or pending:
             if error is None and next_chunk < len(chunks) and len(pending) < self.max_in_flight:
                 chunk = chunks[next_chunk]
@@ -277,8 +265,8 @@ class InferenceClient:
                 chunk.request_id = next(conn.ids)
                 by_id[chunk.request_id] = chunk
                 pending.add(chunk.request_id)
-                if conn.kept is not None:
-                    chunk.slot, conn.kept = conn.kept, None
+                if conn.kept:
+                    chunk.slot = conn.kept.pop()
                     self._stage(conn, chunk, model, frames, frame_offset, key_list, context, ctx_layout)
                 else:
                     protocol.send(conn.sock, {"op": "lease", "id": chunk.request_id, "key": key_list})
@@ -305,10 +293,14 @@ class InferenceClient:
             else:
                 self._collect(conn, chunk, reply["outputs"])
                 pending.discard(rid)
-                # Ask to keep the last slot for this worker's next call: one round trip fewer per request.
-                keep = error is None and not pending and next_chunk == len(chunks)
-                protocol.send(conn.sock, {"op": "release", "slot": chunk.slot, "keep": keep})
-                conn.verdict_pending = keep
+                if reply.get("kept"):
+                    # the next chunk, or this worker's next call, is staged straight into it
+                    conn.kept.append(chunk.slot)
+                else:
+                    protocol.send(conn.sock, {"op": "release", "slot": chunk.slot})
+        # One kept slot saves the next call its lease round trip; more would sit idle between calls.
+        while len(conn.kept) > 1:
+            protocol.send(conn.sock, {"op": "release", "slot": conn.kept.pop()})
         if error is not None:
             raise error
         names = chunks[0].outputs.keys()

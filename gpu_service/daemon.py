@@ -479,6 +479,7 @@ class Daemon:
                 self._done_locked(req.owner)
                 if ok:
                     self._grants_locked(self._pool.finish(req.payload.slot), outgoing)
+                    reply["kept"] = self._pool.keep(req.payload.slot)
                 else:
                     self._release_locked(req.payload.slot, outgoing)
                 self._count_locked("ok" if ok else "rejected")
@@ -623,18 +624,12 @@ class Daemon:
             outgoing: Outgoing = []
             with self._lock:
                 try:
-                    self._pool.move(msg.slot, conn.id, SlotState.DONE, SlotState.DONE)
+                    self._grants_locked(self._pool.give_back(msg.slot, conn.id), outgoing)
                 except SlotError as exc:
                     self._count_locked("rejected")
                     outgoing.append(
                         (conn, protocol.error_reply(None, "InferenceRejected", f"release: {exc}"))
                     )
-                else:
-                    kept = msg.keep and self._pool.keep(msg.slot)
-                    if not kept:
-                        self._release_locked(msg.slot, outgoing)
-                    if msg.keep:
-                        outgoing.append((conn, {"id": None, "op": "keep", "slot": msg.slot, "kept": kept}))
             self._send(outgoing)
 
     def _submit(self, conn: _Connection, msg: protocol.Infer) -> None:

@@ -6,13 +6,15 @@ client -> daemon                                    daemon -> client
   (on connect)                                        {"op": "hello", "proto", "shm", "slot_bytes", ...}
   {"op": "ping", "id"}                                {"id", "ok": true, "status": "ready", ...}
   {"op": "lease", "id", "key": [job, item]}           {"id", "ok": true, "slot"}   (when a slot is free)
-  {"op": "infer", "id", "slot", "model", "key",       {"id", "ok": true, "outputs": {name: array}}
+  {"op": "infer", "id", "slot", "model", "key",       {"id", "ok": true, "outputs": {name: array}, "kept"}
    "frames": array, "context": {name: array}}         {"id", "ok": false, "error": class name, "message"}
-  {"op": "release", "slot", "keep"}                   with keep: {"id": null, "op": "keep", "slot", "kept"}
+  {"op": "release", "slot"}                           (no reply)
 where array = {"offset", "shape", "dtype"} inside the slot. An error reply to `infer` means the daemon has
-taken the slot back; after a success the client reads its outputs and releases the slot. A release may ask to keep the
-slot leased for the connection's next request (saving that request's lease round trip); the daemon agrees only
-while the pool has no waiters and spare slots, so kept slots never starve other workers of the pool.
+taken the slot back. After a success the client reads its outputs from the slot; then, if the reply says `kept`,
+the slot stays leased to the connection for its next request (no lease round trip, no release message),
+otherwise the client releases it. The daemon keeps a slot only while the pool has no waiters and spare slots, so
+kept slots never starve other workers of the pool, and it decides when the outputs are written, so a request
+costs one round trip once the connection holds a slot.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-PROTO = 1
+PROTO = 2
 MAX_MESSAGE = 1 << 20
 _HEADER = struct.Struct("!I")
 
@@ -143,7 +145,6 @@ class Release(BaseModel):
     model_config = _Strict
     op: Literal["release"]
     slot: int
-    keep: bool = False
 
 
 Request = Annotated[Ping | Lease | Infer | Release, Field(discriminator="op")]

@@ -252,10 +252,19 @@ class SlotPool:
 
     def keep(self, slot: int) -> bool:
         """Let a DONE slot's owner keep it leased for its next request, if nobody needs it."""
-        if self._waiters or len(self._free) < self.keep_reserve:
+        if self._slots[slot].state != SlotState.DONE or self._waiters or len(self._free) < self.keep_reserve:
             return False
         self._slots[slot].state = SlotState.LEASED
         return True
+
+    def give_back(self, slot: int, owner: int) -> list[Grant]:
+        """The owner's release of a slot it has read (DONE) or was keeping (LEASED)."""
+        if not 0 <= slot < len(self._slots):
+            raise SlotError(f"slot {slot} does not exist (the pool has {len(self._slots)})")
+        entry = self._slots[slot]
+        if entry.owner != owner or entry.state not in (SlotState.DONE, SlotState.LEASED):
+            raise SlotError(f"slot {slot} is not held idle by this connection")
+        return self.release(slot)
 
     @property
     def kept(self) -> int:

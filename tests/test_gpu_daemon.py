@@ -338,6 +338,29 @@ def test_departing_clients_never_unlink_the_pool(shared: DaemonProc) -> None:
         client.infer("probe", frames(1), KEY)
 
 
+def test_a_kept_slot_serves_the_next_request_without_a_lease_and_its_release_frees_it(
+    shared: DaemonProc,
+) -> None:
+    s, _hello = connect_raw(shared.socket)
+    spec = {"offset": 0, "shape": [2, 4, 4, 3], "dtype": "uint8"}
+    with s:
+        protocol.send(s, {"op": "lease", "id": 1, "key": [0, 0]})
+        slot = protocol.recv(s)["slot"]  # type: ignore[index]
+        for rid in (2, 3):  # the second request reuses the kept slot: no lease, one round trip
+            protocol.send(
+                s, {"op": "infer", "id": rid, "slot": slot, "model": "probe", "key": [0, 0], "frames": spec}
+            )
+            reply = protocol.recv(s)
+            assert reply is not None and reply["id"] == rid and reply["ok"] and reply["kept"] is True
+        protocol.send(s, {"op": "release", "slot": slot})
+        protocol.send(s, {"op": "ping", "id": 4})
+        status = protocol.recv(s)
+        assert status is not None and status["id"] == 4 and status["slots_in_use"] == 0
+        protocol.send(s, {"op": "release", "slot": slot})  # released twice: refused, nothing freed twice
+        reply = protocol.recv(s)
+        assert reply is not None and reply["ok"] is False and "release" in reply["message"]
+
+
 # --- errors ---------------------------------------------------------------------------------------------------
 
 

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from gpu_service import protocol
 from gpu_service.config import DaemonSettings
 from gpu_service.scheduler import Batch, Pending, PriorityKey, Scheduler, bucket_for
-from gpu_service.shm import SlotError, SlotPool, SlotState
+from gpu_service.shm import Grant, SlotError, SlotPool, SlotState
 
 
 def req(
@@ -179,6 +179,26 @@ def test_keeping_a_slot_never_takes_the_last_spare_or_a_waiters_slot() -> None:
     assert pool.lease(owner=7, request_id=7, key=(0, 0)) is not None
     assert pool.lease(owner=8, request_id=8, key=(0, 0)) is None  # a waiter now exists
     assert not pool.keep(leases[2].slot)  # type: ignore[union-attr]
+
+
+def test_only_the_owner_gives_back_a_slot_and_only_while_it_is_idle() -> None:
+    pool = SlotPool(3)
+    a, b = pool.lease(owner=1, request_id=1, key=(0, 0)), pool.lease(owner=1, request_id=2, key=(0, 0))
+    assert a is not None and b is not None
+    with pytest.raises(SlotError):
+        pool.give_back(a.slot, owner=2)  # not its slot
+    pool.move(b.slot, 1, SlotState.LEASED, SlotState.QUEUED)
+    with pytest.raises(SlotError):
+        pool.give_back(b.slot, owner=1)  # queued for the device: not the client's to free
+    assert pool.lease(owner=3, request_id=3, key=(0, 0)) is not None
+    waiting = pool.lease(owner=4, request_id=4, key=(0, 0))
+    assert waiting is None
+    assert pool.give_back(a.slot, owner=1) == [Grant(4, 4, a.slot)]  # a kept (leased) slot goes to the waiter
+    pool.move(b.slot, 1, SlotState.QUEUED, SlotState.RUNNING)
+    assert pool.finish(b.slot) == [] and not pool.keep(b.slot)  # nobody may keep the last spare
+    assert pool.give_back(b.slot, owner=1) == [] and pool.state(b.slot) == SlotState.FREE
+    with pytest.raises(SlotError):
+        pool.give_back(7, owner=1)
 
 
 def test_messages_round_trip_and_bad_ones_are_named() -> None:

@@ -66,6 +66,39 @@ def test_sample_with_gray_keeps_every_frame_between_the_samples_from_one_pass(
         assert np.corrcoef(gray.ravel().astype(float), expected.ravel().astype(float))[0, 1] > 0.98
 
 
+def test_the_pre_roll_skips_non_reference_frames_and_the_window_decodes_the_same(tmp_path: Path) -> None:
+    path = tmp_path / "v.mp4"
+    make_code_video(path, seconds=6.0, fps=25, audio=False)  # one GOP, B-frames: libx264's defaults
+    start, end = 4.2, 5.0
+    with VideoSource(path) as source:
+        every = [round(f.time * 25) for f in source._decoded(start)]
+        skipping = [round(f.time * 25) for f in source._decoded(start, skip_nonref_before=start)]
+        window = list(source.raw_frames(start, end))
+        codes = [read_code(source._to_rgb(f)) for f in window]
+        plain = source._sample_with_gray([start, 4.6, end], None, 160, None)
+        fast = source.sample_with_gray([start, 4.6, end], gray_width=160)
+        assert source._stream.codec_context.skip_frame == "DEFAULT"
+    assert len(skipping) < 0.8 * len(every)  # a third or more of the pre-roll is never decoded
+    assert [k for k in every if k >= start * 25] == [k for k in skipping if k >= start * 25]
+    assert codes == [round(f.time * 25) for f in window] == list(range(105, 125))
+    assert [(f.t, read_code(f.rgb)) for f in fast[0]] == [(f.t, read_code(f.rgb)) for f in plain[0]]
+    assert [t for t, _ in fast[1]] == [t for t, _ in plain[1]]
+    assert all(np.array_equal(a, b) for (_, a), (_, b) in zip(fast[1], plain[1], strict=True))
+
+
+def test_a_frame_on_screen_for_longer_than_the_pre_roll_margin_is_still_the_one_sampled(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "v.mp4"
+    # nothing new from 1.0 s to 3 s, and the frame shown all that time is a non-reference B-frame
+    times = [k / 25 for k in range(26)] + [3.0 + k / 25 for k in range(25)]
+    make_code_video(path, fps=25, audio=False, frame_times=times)
+    with VideoSource(path) as source:
+        frames, grays = source.sample_with_gray([2.5, 3.2], gray_width=160)
+    assert [read_code(f.rgb) for f in frames] == [25, 31]
+    assert [round(t * 25) for t, _ in grays][:2] == [25, 75]
+
+
 def test_sample_follows_presentation_time_with_variable_frame_rate(tmp_path: Path) -> None:
     path = tmp_path / "vfr.mp4"
     # 10 fps for the first second, then 40 fps: frame counting would land on the wrong frames

@@ -67,6 +67,10 @@ def quarter_turns(rotation: float) -> int:
     return round(rotation / 90.0) % 4
 
 
+# Non-reference frames shown this long before a sampling pass's first target are not decoded (see _decoded);
+# the frame on screen at that target lies within the margin unless frames are that far apart.
+PREROLL_MARGIN_S = 1.0
+
 SkipFrame = Literal["NONE", "DEFAULT", "NONREF", "BIDIR", "NONINTRA", "NONKEY", "ALL"]
 
 
@@ -168,14 +172,31 @@ class VideoSource:
         assert tb is not None
         self._container.seek(max(0, int(t / tb)), stream=self._stream, backward=True, any_frame=False)
 
-    def _decoded(self, start: float) -> Iterator[av.VideoFrame]:
+    def _decoded(self, start: float, skip_nonref_before: float | None = None) -> Iterator[av.VideoFrame]:
+        """Frames in decoding order from the keyframe at or before `start`.
+
+        With `skip_nonref_before`, non-reference frames shown before that time are not decoded: no other frame
+        refers to them, so every frame after decodes to the same pixels. The pre-roll between the keyframe and
+        a window's start is up to a whole GOP (10 s with libx264's defaults), and its B-frames are a third or
+        more of it. A skip mode the caller set (keyframes only, no non-reference frames) stays in force.
+        """
         self._seek(start)
+        context = self._stream.codec_context
+        limit = skip_nonref_before if context.skip_frame == "DEFAULT" else None
+        tb = self.time_base
         try:
-            for frame in self._container.decode(self._stream):
-                if frame.pts is not None:
-                    yield frame
+            for packet in self._container.demux(self._stream):
+                if limit is not None:
+                    early = packet.pts is not None and float(packet.pts * tb) < limit
+                    context.skip_frame = "NONREF" if early else "DEFAULT"
+                for frame in packet.decode():
+                    if frame.pts is not None:
+                        yield frame
         except av.error.FFmpegError as exc:
             raise UnreadableVideo(f"{self.path.name}: decoding failed near {start:.2f} s ({exc})") from exc
+        finally:
+            if limit is not None:
+                context.skip_frame = "DEFAULT"
 
     def _to_rgb(self, frame: av.VideoFrame, width: int | None = None) -> np.ndarray:
         """RGB in display orientation; with `width`, scaled (in the same conversion) to that display width."""
@@ -266,7 +287,7 @@ class VideoSource:
 
     def raw_frames(self, start: float, end: float) -> Iterator[av.VideoFrame]:
         """Every decoded frame whose presentation time lies in [start, end), not yet converted or rotated."""
-        for frame in self._decoded(start):
+        for frame in self._decoded(start, skip_nonref_before=start):
             t = float(frame.time)
             if t >= end:
                 return
@@ -294,11 +315,25 @@ class VideoSource:
         if not times:
             return [], []
         targets = sorted(times)
+        skip_before = targets[0] - PREROLL_MARGIN_S
+        chosen, grays = self._sample_with_gray(targets, width, gray_width, skip_before)
+        if not skip_before <= chosen[0].t <= targets[0] and skip_before > self.info.start_s:
+            # the frame on screen at the first target is older than the margin, so it may be a skipped one
+            chosen, grays = self._sample_with_gray(targets, width, gray_width, None)
+        return chosen, grays
+
+    def _sample_with_gray(
+        self,
+        targets: list[float],
+        width: int | None,
+        gray_width: int | None,
+        skip_nonref_before: float | None,
+    ) -> tuple[list[Frame], list[tuple[float, np.ndarray]]]:
         chosen: list[Frame] = []
         grays: list[tuple[float, np.ndarray]] = []
         previous: av.VideoFrame | None = None
         index = 0
-        for frame in self._decoded(targets[0]):
+        for frame in self._decoded(targets[0], skip_nonref_before):
             t = float(frame.time)
             while index < len(targets) and t > targets[index] + 1e-6:
                 # a target before the first decodable frame takes that first frame

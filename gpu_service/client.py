@@ -36,6 +36,7 @@ _ERRORS: dict[str, type[InferenceError]] = {
 }
 
 _clients: weakref.WeakSet[InferenceClient] = weakref.WeakSet()
+_CONNECT_POLL_S = 0.05
 
 
 def _after_fork_in_child() -> None:
@@ -76,11 +77,16 @@ class InferenceClient:
     """One connection to the daemon per process; calls from several threads take turns."""
 
     def __init__(
-        self, socket_path: str | os.PathLike[str], timeout_s: float = 300.0, max_in_flight: int = 4
+        self,
+        socket_path: str | os.PathLike[str],
+        timeout_s: float = 300.0,
+        max_in_flight: int = 4,
+        connect_wait_s: float = 0.0,
     ) -> None:
         self.socket_path = Path(socket_path)
         self.timeout_s = timeout_s
         self.max_in_flight = max(1, max_in_flight)
+        self.connect_wait_s = connect_wait_s
         self._lock = threading.Lock()
         self._conn: _Connection | None = None
         self._pid = os.getpid()
@@ -154,7 +160,7 @@ class InferenceClient:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.settimeout(self.timeout_s)
         try:
-            sock.connect(str(self.socket_path))
+            self._reach(sock)
             hello = protocol.recv(sock)
             if hello is None or hello.get("op") != "hello" or hello.get("proto") != protocol.PROTO:
                 raise ConnectionError(f"unexpected greeting {hello!r}")
@@ -166,6 +172,19 @@ class InferenceClient:
                 f"`python -m gpu_service --socket {self.socket_path}` or `reelgen run`"
             ) from exc
         return self._conn
+
+    def _reach(self, sock: socket.socket) -> None:
+        """Connect, waiting up to connect_wait_s while no daemon listens yet: a worker that starts before the
+        daemon has loaded its models (or while it is restarted) waits for it instead of failing its task."""
+        deadline = time.monotonic() + self.connect_wait_s
+        while True:
+            try:
+                sock.connect(str(self.socket_path))
+                return
+            except (FileNotFoundError, ConnectionRefusedError):
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(_CONNECT_POLL_S)
 
     def _disconnect(self) -> None:
         if self._conn is not None:
@@ -364,6 +383,6 @@ def wait_until_ready(socket_path: str | os.PathLike[str], timeout_s: float = 120
             except DaemonUnavailable:
                 if time.monotonic() > deadline:
                     raise
-                time.sleep(0.05)
+                time.sleep(_CONNECT_POLL_S)
     finally:
         client.close()

@@ -55,6 +55,12 @@ class DaemonSettings(BaseModel):
     metrics_host: str = "127.0.0.1"
     request_timeout_s: float = Field(default=300.0, gt=0, description="client: longest wait for any reply")
     max_in_flight: int = Field(default=4, ge=1, le=64, description="client: requests one call keeps queued")
+    connect_wait_s: float = Field(
+        default=30.0,
+        ge=0,
+        description="client: how long a new connection waits for a daemon that is still starting (or being "
+        "restarted) before its task fails over to a retry",
+    )
     warmup: bool = True
 
     @field_validator("device")

@@ -8,15 +8,18 @@ from __future__ import annotations
 import logging
 import subprocess
 import sys
+import time
 from pathlib import Path
 from types import TracebackType
 
-from gpu_service.client import wait_until_ready
+from gpu_service.client import InferenceClient
 from gpu_service.config import DaemonSettings
 from reelgen.errors import DaemonUnavailable
 from reelgen.processes import ChildProcess
 
 log = logging.getLogger(__name__)
+
+_READY_POLL_S = 0.05
 
 
 class DaemonProcess(ChildProcess):
@@ -25,6 +28,8 @@ class DaemonProcess(ChildProcess):
         self.log_file = log_file
         self.ready_timeout_s = ready_timeout_s
         self.restarts = 0
+        self.ready = False
+        self._launched_at = 0.0
         super().__init__()
 
     def start(self) -> None:
@@ -40,24 +45,46 @@ class DaemonProcess(ChildProcess):
             self._process = subprocess.Popen(
                 command, stdin=subprocess.DEVNULL, stdout=log_handle, stderr=subprocess.STDOUT
             )
+        self.ready = False
+        self._launched_at = time.monotonic()
 
     def wait_ready(self) -> None:
+        while not self.poll_ready():
+            time.sleep(_READY_POLL_S)
+
+    def poll_ready(self) -> bool:
+        """Whether the daemon answers yet; DaemonUnavailable once it has exited or overrun ready_timeout_s
+        without answering (it is stopped then)."""
         assert self._process is not None, "launch() first"
-        try:
-            wait_until_ready(self.settings.socket_path, self.ready_timeout_s)
-        except DaemonUnavailable as exc:
-            code = self._process.poll()
-            self.stop()
-            raise DaemonUnavailable(
-                f"the inference daemon did not become ready (exit status {code}); see {self.log_file}"
-            ) from exc
+        if self.ready:
+            return True
+        code = self._process.poll()
+        if code is None:
+            try:
+                with InferenceClient(self.settings.socket_path, timeout_s=10.0) as client:
+                    client.ping()
+            except DaemonUnavailable:
+                if time.monotonic() - self._launched_at < self.ready_timeout_s:
+                    return False
+            else:
+                self.ready = True
+                return True
+        self.stop()
+        raise DaemonUnavailable(
+            f"the inference daemon did not become ready (exit status {code}); see {self.log_file}"
+        )
 
     def ensure_running(self) -> None:
-        """Restart a daemon that died; workers' in-flight requests failed fast and their tasks retry."""
-        if self._process is not None and self._process.poll() is not None:
+        """Follow a daemon's start, and restart one that died after it was ready: workers' in-flight requests
+        failed fast and their tasks retry; new requests wait for the new daemon's socket."""
+        if self._process is None:
+            return
+        if not self.ready:
+            self.poll_ready()
+        elif self._process.poll() is not None:
             log.warning("inference daemon exited with %s; restarting", self._process.returncode)
             self.restarts += 1
-            self.start()
+            self.launch()
 
     def __enter__(self) -> DaemonProcess:
         self.start()

@@ -82,7 +82,7 @@ def configure(celery: Celery, settings: Settings) -> None:
         task_reject_on_worker_lost=True,
         worker_prefetch_multiplier=1,
         task_time_limit=settings.task_time_limit_s,
-        task_soft_time_limit=max(5, settings.task_time_limit_s - 30),
+        task_soft_time_limit=settings.task_soft_time_limit_s,
         # a 'sent' event is one more publish per message, outside the publish pipeline: it halves the rate a
         # dispatcher feeds the broker; Flower shows tasks from 'received' on
         task_send_sent_event=False,

@@ -98,7 +98,8 @@ def run_catalog(settings: Settings, catalog: Path, *, stream: TextIO = sys.stdou
         daemon = DaemonProcess(
             local_daemon_settings(settings), settings.state_dir / "logs" / f"daemon-{job.id}.log"
         )
-        # the daemon loads its models while the workers start: both take seconds, neither needs the other yet
+        # The daemon loads its models while the workers start and take their first tasks (fetching, probing,
+        # decoding): their inference client waits for the daemon's socket, and every tick follows the start.
         daemon.launch()
         stack.callback(daemon.stop)
         pool = stack.enter_context(
@@ -108,7 +109,6 @@ def run_catalog(settings: Settings, catalog: Path, *, stream: TextIO = sys.stdou
                 log_file=settings.state_dir / "logs" / f"worker-{job.id}.log",
             )
         )
-        daemon.wait_ready()
         bar = ProgressBar()
         dispatcher = Dispatcher(ledger, app, settings, only=job.id)
         current = job

@@ -190,6 +190,17 @@ class Settings(BaseSettings):
         return self.codec_threads or max(1, self.cpus // self.worker_count)
 
     @property
+    def task_soft_time_limit_s(self) -> int:
+        """When a task is interrupted to record its item's timeout, before the hard limit kills it."""
+        return max(5, self.task_time_limit_s - 30)
+
+    @property
+    def daemon_connect_wait_s(self) -> float:
+        """How long a worker's request waits for the daemon's socket: never so long that the soft time limit
+        would fail the item (it counts as a timeout) where a retry would have served it once the daemon is up."""
+        return min(self.daemon.connect_wait_s, self.task_soft_time_limit_s / 4)
+
+    @property
     def daemon_socket(self) -> Path:
         """The daemon's socket: as configured, or inside the state folder when left at its default."""
         configured = self.daemon.socket_path

@@ -24,8 +24,10 @@ import pytest
 
 from gpu_service import protocol
 from gpu_service.client import InferenceClient, wait_until_ready
+from gpu_service.config import DaemonSettings
 from gpu_service.scheduler import PriorityKey
 from gpu_service.shm import SHM_DIR
+from gpu_service.supervisor import DaemonProcess
 from reelgen.errors import DaemonUnavailable, InferenceRejected
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -427,6 +429,36 @@ def test_no_daemon_is_a_named_transient_error(sock_dir: Path) -> None:
     with pytest.raises(DaemonUnavailable, match="no inference daemon") as info:
         InferenceClient(sock_dir / "absent.sock", timeout_s=2).ping()
     assert info.value.transient
+
+
+def test_a_client_waits_for_a_daemon_that_is_still_starting_but_not_past_its_bound(
+    sock_dir: Path, start_daemon: DaemonFactory
+) -> None:
+    began = time.monotonic()
+    with pytest.raises(DaemonUnavailable, match="no inference daemon"):
+        InferenceClient(sock_dir / "d.sock", timeout_s=2, connect_wait_s=0.3).ping()
+    assert time.monotonic() - began >= 0.3
+    answers: list[dict[str, Any]] = []
+    waiting = InferenceClient(sock_dir / "d.sock", timeout_s=10, connect_wait_s=60)
+    caller = threading.Thread(target=lambda: answers.append(waiting.ping()))
+    caller.start()  # before the daemon exists: it connects once the daemon listens
+    start_daemon()
+    caller.join(60)
+    waiting.close()
+    assert answers and answers[0]["status"] == "ready"
+
+
+def test_the_supervisor_names_a_daemon_that_exits_before_it_is_ready(sock_dir: Path) -> None:
+    settings = DaemonSettings(socket_path=sock_dir / "d.sock", device="cpu", models=("no_such_model",))
+    daemon = DaemonProcess(settings, sock_dir / "daemon.log", ready_timeout_s=120)
+    daemon.launch()
+    began = time.monotonic()
+    with pytest.raises(DaemonUnavailable, match="did not become ready") as info:
+        while not daemon.poll_ready():
+            time.sleep(0.05)
+    assert time.monotonic() - began < 60  # told when it exits, not after the ready timeout
+    assert str(sock_dir / "daemon.log") in str(info.value) and "no_such_model" in daemon.log_file.read_text()
+    assert daemon.detach() is None  # stopped: nothing left to supervise
 
 
 # --- leases, crashes and restarts -------------------------------------------------------------------------------

@@ -39,3 +39,9 @@ def test_secrets_are_masked(monkeypatch: pytest.MonkeyPatch) -> None:
     shown = load_settings().masked()
     assert shown["redis_url"] == "**********"
     assert "hunter2" not in repr(shown)
+
+
+def test_a_workers_wait_for_the_daemon_stays_well_inside_the_soft_time_limit() -> None:
+    assert load_settings().daemon_connect_wait_s == 30.0
+    short = load_settings(task_time_limit_s=40)  # soft limit 10 s: a 30 s wait would time the item out
+    assert short.task_soft_time_limit_s == 10 and short.daemon_connect_wait_s == 2.5

@@ -65,7 +65,10 @@ class WorkerContext:
         work_dir = settings.state_dir / "work"
         work_dir.mkdir(parents=True, exist_ok=True)
         inference = InferenceClient(
-            settings.daemon_socket, settings.daemon.request_timeout_s, settings.daemon.max_in_flight
+            settings.daemon_socket,
+            settings.daemon.request_timeout_s,
+            settings.daemon.max_in_flight,
+            settings.daemon_connect_wait_s,
         )
         return cls(
             settings, Ledger(client), SegmentResults(client), Fetcher(settings, cache), inference, work_dir

@@ -150,7 +150,7 @@ class Dispatcher:
                     time.sleep(backoff)
                     continue
                 on_tick()
-                if not busy:
+                if not busy and not stop():  # a tick that ended the job ends the loop now, not a poll later
                     time.sleep(self.settings.dispatch_poll_s)
         finally:
             self.close()

@@ -125,6 +125,17 @@ def test_in_flight_is_bounded_changeable_live_and_the_index_records_every_item(
     assert queued(redis_client) == 0 and not redis_client.exists(ledger.results_key(job.id))
 
 
+def test_serving_ends_right_after_the_tick_that_finishes_the_job_not_a_poll_later(
+    tmp_path: Path, redis_server: EmbeddedRedis, ledger: Ledger
+) -> None:
+    settings = make_settings(tmp_path, redis_server, dispatch_poll_s=30.0)
+    ticks: list[int] = []
+    began = time.monotonic()
+    # nothing to dispatch, so the tick is idle, and what it saw (on_tick) says stop
+    Dispatcher(ledger, app, settings).serve(stop=lambda: bool(ticks), on_tick=lambda: ticks.append(1))
+    assert len(ticks) == 1 and time.monotonic() - began < 25  # no 30 s poll after it
+
+
 def test_results_go_to_the_index_after_a_count_or_a_time_whichever_comes_first(
     tmp_path: Path, redis_server: EmbeddedRedis, redis_client: redis.Redis, ledger: Ledger
 ) -> None:

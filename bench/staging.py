@@ -3,7 +3,8 @@
 shm:    InferenceClient.infer() on the daemon's `probe` model (it reads one pixel per frame, so the figure is the
         transport: lease a slot, copy the frames into it, the control messages, the daemon mapping the slot as a
         tensor, the reply and reading the result back).
-memcpy: one plain copy of the same bytes into a buffer that was already written once (no page faults).
+memcpy: one plain copy of the same bytes into a buffer that was already written once (no page faults), timed
+        alternately with the shm path, call by call.
 queue:  the same array through a multiprocessing.Queue to another process, which acknowledges with a small message.
 
 Run: .venv/bin/python bench/staging.py [--repeats N]; the last line is JSON.
@@ -46,15 +47,19 @@ def _echo(q_in: Queue[Any], q_out: Queue[Any]) -> None:
         q_out.put(item.shape)
 
 
-def time_ms(fn: Any, repeats: int, warmup: int = 3) -> float:
+def time_ms(*fns: Any, repeats: int, warmup: int = 3) -> list[float]:
+    """The median milliseconds of each function, timed in turn within every repeat: a shared machine's speed
+    drifts by tens of percent over seconds, and interleaving keeps the ratios between them side by side."""
     for _ in range(warmup):
-        fn()
-    samples = []
+        for fn in fns:
+            fn()
+    samples: list[list[float]] = [[] for _ in fns]
     for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        samples.append((time.perf_counter() - t0) * 1000)
-    return statistics.median(samples)
+        for fn, times in zip(fns, samples, strict=True):
+            t0 = time.perf_counter()
+            fn()
+            times.append((time.perf_counter() - t0) * 1000)
+    return [statistics.median(times) for times in samples]
 
 
 def bench_queue(frames: npt.NDArray[np.uint8], repeats: int) -> float:
@@ -69,7 +74,7 @@ def bench_queue(frames: npt.NDArray[np.uint8], repeats: int) -> float:
             q_in.put(frames)
             q_out.get()
 
-        return time_ms(once, repeats)
+        return time_ms(once, repeats=repeats)[0]
     finally:
         q_in.put(None)
         child.join(10)
@@ -120,15 +125,18 @@ def main() -> int:
             key = PriorityKey(0.0, 0.0)
             result = client.infer("probe", frames, key)
             assert (result["first_pixel"] == frames[:, 0, 0, :]).all(), "frames arrived corrupted"
-            shm_ms = time_ms(lambda: client.infer("probe", frames, key), args.repeats)
+            dst = np.empty_like(frames)
+            dst[...] = 1
+            shm_ms, memcpy_ms = time_ms(
+                lambda: client.infer("probe", frames, key),
+                lambda: np.copyto(dst, frames),
+                repeats=args.repeats,
+            )
             client.close()
         finally:
             daemon.terminate()
             daemon.wait(30)
 
-    dst = np.empty_like(frames)
-    dst[...] = 1
-    memcpy_ms = time_ms(lambda: np.copyto(dst, frames), args.repeats)
     queue_ms = bench_queue(frames, max(10, args.repeats // 2))
     print(f"shm path {shm_ms:.2f} ms, memcpy {memcpy_ms:.2f} ms, pickled Queue {queue_ms:.2f} ms")
     print(

@@ -11,6 +11,7 @@ from celery import Celery
 from kombu.exceptions import OperationalError
 
 from jobs.cron import beat_schedule
+from jobs.shutdown_wake import WakeOnShutdown
 from reelgen.errors import ConfigError
 from reelgen.settings import Settings, load_settings
 
@@ -30,6 +31,7 @@ MAX_RETRY_COUNTDOWN_S = 60
 REDIS_UNAVAILABLE = (redis.ConnectionError, redis.TimeoutError, OperationalError)
 
 app = Celery("reelgen", include=["workers.tasks", "jobs.schedule"])
+app.steps["worker"].add(WakeOnShutdown)
 
 
 def celery_url(redis_url: str) -> str:

@@ -701,13 +701,19 @@ class Ledger:
 
     # --- results stream (drained into the results index by the dispatcher)
 
-    def read_results(self, job_id: str, count: int = 5000) -> list[tuple[str, dict[str, str]]]:
-        raw: Any = self.redis.xrange(self.results_key(job_id), "-", "+", count=count)
+    def read_results(
+        self, job_id: str, count: int, after: str | None = None
+    ) -> list[tuple[str, dict[str, str]]]:
+        """Up to `count` results from the oldest, or from the first after the stream id `after` (Redis 6.2+)."""
+        start = "-" if after is None else f"({after}"
+        raw: Any = self.redis.xrange(self.results_key(job_id), start, "+", count=count)
         return [(_text(i), {_text(k): _text(v) for k, v in f.items()}) for i, f in raw]
 
-    def trim_results(self, job_id: str, ids: list[str]) -> None:
-        if ids:
-            self.redis.xdel(self.results_key(job_id), *ids)
+    def trim_results(self, job_id: str, through: str) -> None:
+        """Drop every result up to the stream id `through`, included, in one short command whatever their number
+        (XTRIM MINID, Redis 6.2+): results are only appended, with growing ids, so none of them was left unread."""
+        ms, seq = through.split("-")
+        self.redis.xtrim(self.results_key(job_id), minid=f"{ms}-{int(seq) + 1}", approximate=False)
 
     # --- nightly
 

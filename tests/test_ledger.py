@@ -162,9 +162,12 @@ def test_settled_items_reach_the_results_stream_and_logical_dates_are_claimed_on
     ledger.admit(job, "a", {"item_id": "a", "version": "7"})
     ledger.finish(job, "a")
     ledger.fail(job, "line:3", "BadCatalogLine", "invalid JSON", admitted=False)
-    results = ledger.read_results(job)
+    ledger.fail(job, "line:4", "BadCatalogLine", "invalid JSON", admitted=False)
+    results = ledger.read_results(job, count=2)
     assert [(f["i"], f["s"], f["v"]) for _, f in results] == [("a", "done", "7"), ("line:3", "failed", "")]
-    ledger.trim_results(job, [i for i, _ in results])
-    assert ledger.read_results(job) == []
+    assert [f["i"] for _, f in ledger.read_results(job, count=5, after=results[0][0])] == ["line:3", "line:4"]
+    # trimming through a result drops it and every older one, and no later one
+    ledger.trim_results(job, results[-1][0])
+    assert [f["i"] for _, f in ledger.read_results(job, count=5)] == ["line:4"]
     assert ledger.claim_logical_date("nightly", "2026-11-21", "j1") is None
     assert ledger.claim_logical_date("nightly", "2026-11-21", "j2") == "j1"

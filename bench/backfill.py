@@ -74,11 +74,10 @@ def ack_consume(redis_url: str, stop_file: str, lease_s: float = 3600) -> None:
             got += len(raws)
             with client.pipeline(transaction=False) as pipe:
                 for raw in raws:
-                    _name, args = decode(raw)
-                    job_id, entry, token = args[0], args[1], args[2] if len(args) > 2 else None
-                    ledger.start(job_id, entry["item_id"], lease_s, token)
+                    _name, (job_id, item_id, token) = decode(raw)
+                    ledger.start(job_id, item_id, lease_s, token)
                     ledger._settle(
-                        keys=ledger._settle_keys(job_id), args=[entry["item_id"], "done", "", ""], client=pipe
+                        keys=ledger._settle_keys(job_id), args=[item_id, "done", "", ""], client=pipe
                     )
                 pipe.execute()
             break

@@ -63,24 +63,27 @@ def prepare_priority(job_priority: int) -> int:
     return PRIORITY_PREPARE + max(0, min(3, job_priority))
 
 
-def publish(celery: Celery, job: JobRecord, items: list[tuple[str, int, dict[str, Any]]]) -> None:
-    """Send (item id, token, entry) as prepare messages in one Redis pipeline."""
+def publish(celery: Celery, job: JobRecord, items: list[tuple[str, int]]) -> None:
+    """Send (item id, token) as prepare messages in one Redis pipeline.
+
+    A message names its item and carries no catalog entry: the worker reads the entry from the item's in-flight
+    record, which every delivery that is not stale finds. Up to max_in_flight messages wait in Redis at once, so
+    every byte a message carries is held that many times.
+    """
     if not items:
         return
     priority = prepare_priority(job.priority)
     with celery.producer_or_acquire() as producer, producer.batch(max_size=PUBLISH_BATCH):
         # the queue is declared once per page, not once per message (a quarter of the publish cost)
         producer.maybe_declare(celery.amqp.queues[QUEUE])
-        for item_id, token, entry in items:
+        for item_id, token in items:
             celery.send_task(
                 PREPARE_TASK,
-                args=(job.id, entry, token),
+                args=(job.id, item_id, token),
                 priority=priority,
                 producer=producer,
                 declare=[],
-                # a given repr spares Celery's saferepr of every argument (a third of the publish cost)
-                argsrepr=f"({job.id!r}, {item_id!r}, {token})",
-                kwargsrepr="{}",
+                # no argsrepr of our own: Celery would copy a given one into the message's properties too
             )
 
 
@@ -207,7 +210,7 @@ class JobFeed:
         # the job stopped taking items mid-page (paused, drained, cancelled): the rest waits in the buffer
         self._buffer.extendleft(reversed(page[stopped:]))
         admitted = [
-            (s.key, 1, s.entry)
+            (s.key, 1)
             for s, r in zip(page[:stopped], results[:stopped], strict=True)
             if r == 1 and s.kind in (StepKind.ADMIT, StepKind.CLAIM)
         ]

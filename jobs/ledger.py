@@ -249,20 +249,20 @@ _SETTLE = "local item, status, err, msg = ARGV[1], ARGV[2], ARGV[3], ARGV[4]\n" 
 
 # KEYS: inflight, job, failed, leases, errors, results; ARGV: item, now, new deadline, max dispatches, message.
 # Re-dispatch an item whose lease expired: bump its token (the lost message, should it ever come back, is then
-# stale) or dead-letter it after max dispatches. Returns {token, entry json}, {0} not expired, {-1} dead.
+# stale) or dead-letter it after max dispatches. Returns the new token, 0 not expired, -1 dead.
 _REAP = (
     """
 local item = ARGV[1]
 local raw = redis.call('HGET', KEYS[1], item)
-if not raw then redis.call('ZREM', KEYS[4], item) return {0} end
+if not raw then redis.call('ZREM', KEYS[4], item) return 0 end
 local deadline = redis.call('ZSCORE', KEYS[4], item)
-if deadline and tonumber(deadline) > tonumber(ARGV[2]) then return {0} end
+if deadline and tonumber(deadline) > tonumber(ARGV[2]) then return 0 end
 local rec = cjson.decode(raw)
 local token = (rec['token'] or 1)
 if token >= tonumber(ARGV[4]) then
   local status, err, msg = 'dead', 'LeaseExpired', ARGV[5]
 """
-    + _SETTLE_BODY.replace("RET_NONE", "{0}").replace("RET_DONE", "{-1}")
+    + _SETTLE_BODY.replace("RET_NONE", "0").replace("RET_DONE", "-1")
     + """
 end
 rec['token'] = token + 1
@@ -271,13 +271,13 @@ rec['open'] = {}
 redis.call('HSET', KEYS[1], item, cjson.encode(rec))
 redis.call('ZADD', KEYS[4], ARGV[3], item)
 redis.call('HINCRBY', KEYS[2], 'redispatched', 1)
-return {rec['token'], cjson.encode(rec['entry'])}
+return rec['token']
 """
 )
 
 # KEYS: inflight, leases, job; ARGV: new deadline. Re-dispatch every item still pending (not yet started):
 # used when a dispatcher takes a job over, since its predecessor may have died between admitting a page and
-# publishing it. Returns a flat list item, token, entry json, ...
+# publishing it. Returns a flat list item, token, ...
 _REPUBLISH = """
 local out = {}
 local all = redis.call('HGETALL', KEYS[1])
@@ -287,7 +287,7 @@ for i = 1, #all, 2 do
     rec['token'] = (rec['token'] or 1) + 1
     redis.call('HSET', KEYS[1], all[i], cjson.encode(rec))
     redis.call('ZADD', KEYS[2], ARGV[1], all[i])
-    table.insert(out, all[i]) table.insert(out, rec['token']) table.insert(out, cjson.encode(rec['entry']))
+    table.insert(out, all[i]) table.insert(out, rec['token'])
   end
 end
 return out
@@ -675,24 +675,18 @@ class Ledger:
         key = f"{self.job_key(job_id)}:leases"
         return [_text(i) for i in self.redis.zrangebyscore(key, "-inf", now, start=0, num=limit)]
 
-    def reap(
-        self, job_id: str, item_id: str, now: float, lease_s: float, max_dispatches: int
-    ) -> tuple[int, str]:
-        """Re-dispatch an item whose lease expired: (new token, entry json), (0, '') if not, (-1, '') if dead."""
+    def reap(self, job_id: str, item_id: str, now: float, lease_s: float, max_dispatches: int) -> int:
+        """Re-dispatch an item whose lease expired: its new token, 0 if not expired, -1 if dead-lettered."""
         message = f"its lease expired {max_dispatches} times (lost messages or hung workers); dead-lettered"
         args: list[Any] = [item_id, repr(now), repr(now + lease_s), max_dispatches, message]
-        reply = self._reap(keys=self._settle_keys(job_id), args=args)
-        token = int(reply[0])
-        return token, _text(reply[1]) if token > 0 else ""
+        return int(self._reap(keys=self._settle_keys(job_id), args=args))
 
-    def republish_pending(self, job_id: str, lease_s: float) -> list[tuple[str, int, dict[str, Any]]]:
+    def republish_pending(self, job_id: str, lease_s: float) -> list[tuple[str, int]]:
         inflight_key, job_key, _ = self._keys(job_id)
         reply = self._republish(
             keys=[inflight_key, f"{job_key}:leases", job_key], args=[repr(time.time() + lease_s)]
         )
-        return [
-            (_text(reply[i]), int(reply[i + 1]), json.loads(reply[i + 2])) for i in range(0, len(reply), 3)
-        ]
+        return [(_text(reply[i]), int(reply[i + 1])) for i in range(0, len(reply), 2)]
 
     # --- retry claims
 
@@ -707,13 +701,19 @@ class Ledger:
 
     # --- results stream (drained into the results index by the dispatcher)
 
-    def read_results(self, job_id: str, count: int = 5000) -> list[tuple[str, dict[str, str]]]:
-        raw: Any = self.redis.xrange(self.results_key(job_id), "-", "+", count=count)
+    def read_results(
+        self, job_id: str, count: int, after: str | None = None
+    ) -> list[tuple[str, dict[str, str]]]:
+        """Up to `count` results from the oldest, or from the first after the stream id `after` (Redis 6.2+)."""
+        start = "-" if after is None else f"({after}"
+        raw: Any = self.redis.xrange(self.results_key(job_id), start, "+", count=count)
         return [(_text(i), {_text(k): _text(v) for k, v in f.items()}) for i, f in raw]
 
-    def trim_results(self, job_id: str, ids: list[str]) -> None:
-        if ids:
-            self.redis.xdel(self.results_key(job_id), *ids)
+    def trim_results(self, job_id: str, through: str) -> None:
+        """Drop every result up to the stream id `through`, included, in one short command whatever their number
+        (XTRIM MINID, Redis 6.2+): results are only appended, with growing ids, so none of them was left unread."""
+        ms, seq = through.split("-")
+        self.redis.xtrim(self.results_key(job_id), minid=f"{ms}-{int(seq) + 1}", approximate=False)
 
     # --- nightly
 

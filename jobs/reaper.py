@@ -7,7 +7,6 @@ worker hangs. Without the reaper such an item would keep its job running forever
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 
@@ -36,11 +35,11 @@ class Reaper:
                 return handled
             again = []
             for item_id in expired:
-                token, entry = self.ledger.reap(
+                token = self.ledger.reap(
                     job.id, item_id, now, self.settings.lease_s, self.settings.max_dispatches
                 )
                 if token > 0:
-                    again.append((item_id, token, json.loads(entry)))
+                    again.append((item_id, token))
                 elif token < 0:
                     log.warning("job %s: item %s dead-lettered: lease expired too often", job.id, item_id)
                 handled += token != 0

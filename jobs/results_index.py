@@ -33,6 +33,10 @@ log = logging.getLogger(__name__)
 INDEX_PREFIX = "_reelgen/index/"
 GONE_PREFIX = "_reelgen/gone/"
 _CHECK_THREADS = 16
+# Results a part holds at most, and results read per command: Redis builds a whole reply in its own memory, so a
+# small read bounds what a flush adds to Redis's peak while a part still collects many reads.
+PART_RESULTS = 5000
+READ_RESULTS = 500
 
 
 def list_keys(store: ObjectStore, prefix: str) -> Iterator[str]:
@@ -104,7 +108,7 @@ class IndexWriter:
     def flush(self) -> int:
         total = 0
         while True:
-            batch = self.ledger.read_results(self.job_id)
+            batch = self._read(PART_RESULTS)
             if not batch:
                 return total
             lines = []
@@ -127,9 +131,20 @@ class IndexWriter:
                 part = f"{INDEX_PREFIX}{self.job_id}/{batch[0][0].replace('-', '_')}.jsonl"
                 self.store.put_bytes(part, ("\n".join(lines) + "\n").encode(), "application/x-ndjson")
             # only after the part is stored: a crash in between rewrites the same part, losing nothing
-            self.ledger.trim_results(self.job_id, [stream_id for stream_id, _ in batch])
+            self.ledger.trim_results(self.job_id, batch[-1][0])
             self.written += len(lines)
             total += len(lines)
+
+    def _read(self, limit: int) -> list[tuple[str, dict[str, str]]]:
+        """Up to `limit` of the oldest results, READ_RESULTS per command."""
+        batch: list[tuple[str, dict[str, str]]] = []
+        while len(batch) < limit:
+            count = min(READ_RESULTS, limit - len(batch))
+            chunk = self.ledger.read_results(self.job_id, count, after=batch[-1][0] if batch else None)
+            batch.extend(chunk)
+            if len(chunk) < count:
+                break
+        return batch
 
 
 @dataclass

@@ -28,4 +28,6 @@ def redis_client(redis_server: EmbeddedRedis) -> Iterator[redis.Redis]:
 def index_results(ledger: Ledger, job_id: str) -> None:
     """Take a job's settled results out of its stream, as the dispatcher does once it has indexed them: a job
     completes only when none are left."""
-    ledger.trim_results(job_id, [stream_id for stream_id, _ in ledger.read_results(job_id)])
+    results = ledger.read_results(job_id, count=10_000)
+    if results:
+        ledger.trim_results(job_id, results[-1][0])

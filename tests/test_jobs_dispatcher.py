@@ -20,6 +20,7 @@ import pytest
 import redis
 
 from bench.backfill import ack_consume, queue_keys
+from jobs import results_index
 from jobs.celery_app import app, configure
 from jobs.dispatcher import Dispatcher
 from jobs.ledger import JobAction, JobKind, JobState, Ledger, Reprocess
@@ -157,6 +158,31 @@ def test_results_go_to_the_index_after_a_count_or_a_time_whichever_comes_first(
     dispatcher.tick()
     assert redis_client.xlen(results) == 0
     assert sorted(line["item_id"] for line in read_index(store, job.id)) == ids[:4]
+
+
+def test_an_index_flush_reads_a_few_results_per_command_into_parts_of_bounded_size(
+    tmp_path: Path,
+    redis_server: EmbeddedRedis,
+    redis_client: redis.Redis,
+    ledger: Ledger,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(results_index, "READ_RESULTS", 2)
+    monkeypatch.setattr(results_index, "PART_RESULTS", 3)
+    ids = [f"sku-{k:02d}" for k in range(7)]
+    settings = make_settings(tmp_path, redis_server, max_in_flight=7)
+    job = submit_catalog_job(
+        ledger, settings, JobKind.BACKFILL, str(write_catalog(tmp_path / "c.jsonl", ids))
+    )
+    Dispatcher(ledger, app, settings).tick()
+    for item_id in ids:
+        ledger.finish(job.id, item_id)
+    store = LocalStore(tmp_path / "out")
+    assert results_index.IndexWriter(ledger, store, job.id, job.config_hash).flush() == 7
+    parts = list(results_index.list_keys(store, f"{results_index.INDEX_PREFIX}{job.id}/"))
+    assert sorted(len((store.get_bytes(part) or b"").splitlines()) for part in parts) == [1, 3, 3]
+    assert [line["item_id"] for line in read_index(store, job.id)] == ids
+    assert redis_client.xlen(ledger.results_key(job.id)) == 0
 
 
 def test_done_items_are_skipped_changed_ones_redone_and_gone_ones_reported(

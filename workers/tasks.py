@@ -169,16 +169,19 @@ def _run_stage(
 
 
 @app.task(bind=True, name="reelgen.prepare", acks_late=True)
-def prepare(self: Task, job_id: str, entry_json: dict[str, Any], token: int | None = None) -> None:
-    entry = CatalogEntry.from_dict(entry_json)
+def prepare(self: Task, job_id: str, item: str | dict[str, Any], token: int | None = None) -> None:
+    # a message names its item; one published by an earlier version carries the whole catalog entry instead
+    item_id = item if isinstance(item, str) else str(item["item_id"])
     ctx = context()
     if ctx.ledger.job(job_id).state is JobState.CANCELLED:
         raise Ignore()
-    if (
-        self.request.retries == 0
-        and ctx.ledger.start(job_id, entry.item_id, ctx.settings.lease_s, token) == 0
-    ):
+    if self.request.retries == 0 and ctx.ledger.start(job_id, item_id, ctx.settings.lease_s, token) == 0:
         raise Ignore()  # a stale delivery: the item is no longer in flight, or was re-dispatched since
+    record = ctx.ledger.item(job_id, item_id)
+    if record is None:
+        raise Ignore()  # settled or cancelled since (a retry of this task)
+    entry_json = record["entry"]
+    entry = CatalogEntry.from_dict(entry_json)
 
     def run(ctx: WorkerContext) -> None:
         config = ctx.config(job_id)

@@ -173,7 +173,7 @@ class VideoSource:
         self._container.seek(max(0, int(t / tb)), stream=self._stream, backward=True, any_frame=False)
 
     def _decoded(self, start: float, skip_nonref_before: float | None = None) -> Iterator[av.VideoFrame]:
-        """Frames in decoding order from the keyframe at or before `start`.
+        """Decoded frames, in presentation order, from the keyframe at or before `start` on.
 
         With `skip_nonref_before`, non-reference frames shown before that time are not decoded: no other frame
         refers to them, so every frame after decodes to the same pixels. The pre-roll between the keyframe and
@@ -315,9 +315,12 @@ class VideoSource:
         if not times:
             return [], []
         targets = sorted(times)
-        skip_before = targets[0] - PREROLL_MARGIN_S
+        margin_start = targets[0] - PREROLL_MARGIN_S
+        # nothing to skip when the caller's own skip mode is in force or nothing is shown that early
+        skippable = self._stream.codec_context.skip_frame == "DEFAULT" and margin_start > self.info.start_s
+        skip_before = margin_start if skippable else None
         chosen, grays = self._sample_with_gray(targets, width, gray_width, skip_before)
-        if not skip_before <= chosen[0].t <= targets[0] and skip_before > self.info.start_s:
+        if skip_before is not None and not skip_before <= chosen[0].t <= targets[0]:
             # the frame on screen at the first target is older than the margin, so it may be a skipped one
             chosen, grays = self._sample_with_gray(targets, width, gray_width, None)
         return chosen, grays

@@ -11,7 +11,7 @@ from celery import Celery
 from kombu.exceptions import OperationalError
 
 from jobs.cron import beat_schedule
-from jobs.shutdown_wake import WakeOnShutdown
+from jobs.worker_shutdown import WakeOnShutdown
 from reelgen.errors import ConfigError
 from reelgen.settings import Settings, load_settings
 

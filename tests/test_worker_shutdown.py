@@ -1,0 +1,114 @@
+"""A worker told to shut down leaves its idle poll at once instead of up to a second later, and its pool
+children exit as soon as they leave their work loop instead of sleeping a second first; a task that is running
+when the shutdown starts still finishes."""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import redis
+from celery.signals import worker_process_shutdown, worker_shutting_down
+from kombu.asynchronous import Hub
+
+import jobs.schedule  # noqa: F401  (the modules the worker imports connect their receivers)
+import workers.tasks  # noqa: F401
+from jobs.celery_app import app, configure
+from jobs.redis_server import EmbeddedRedis
+from jobs.worker_shutdown import WakeOnShutdown, exit_pool_child
+from reelgen.settings import load_settings
+from tests.test_jobs_service_e2e import spawn, wait
+
+SLOW_TASK = "reelgen.test_slow_touch"
+
+
+@app.task(name=SLOW_TASK)
+def slow_touch(folder: str, seconds: float) -> None:
+    """Runs in the worker (imported with --include): says it started, works a while, says it finished."""
+    Path(folder, "started").touch()
+    time.sleep(seconds)
+    Path(folder, "finished").touch()
+
+
+def test_the_worker_blueprint_runs_the_step() -> None:
+    assert WakeOnShutdown in app.steps["worker"]
+
+
+def test_the_shutdown_signal_ends_the_event_loops_poll_at_once() -> None:
+    hub = Hub()  # type: ignore[no-untyped-call]
+    parent = SimpleNamespace(hub=hub)
+    step = WakeOnShutdown(parent)
+    step.start(parent)
+    try:
+        assert step._pipe is not None
+        read_end = step._pipe[0]
+        assert read_end in hub.readers
+        assert select.select([read_end], [], [], 0)[0] == []
+        worker_shutting_down.send(sender="w@h", sig="SIGTERM", how="Warm", exitcode=0)
+        assert select.select([read_end], [], [], 0)[0] == [read_end]  # what the loop's poll wakes on
+        # one pass of the worker's loop: its poll returns on the byte and drains it
+        next(hub.create_loop())  # type: ignore[no-untyped-call]
+        assert select.select([read_end], [], [], 0)[0] == []
+    finally:
+        step.stop(parent)
+        hub.close()  # type: ignore[no-untyped-call]
+    assert step._pipe is None and read_end not in hub.readers
+    worker_shutting_down.send(sender="w@h", sig="SIGTERM", how="Warm", exitcode=0)  # disconnected: a no-op
+
+
+def test_a_pool_child_exits_from_the_shutdown_signal_with_billiards_exit_code(tmp_path: Path) -> None:
+    marker = tmp_path / "went-on"
+    pid = os.fork()
+    if pid == 0:  # the child: what billiard's _do_exit does first, then what would follow it
+        try:
+            worker_process_shutdown.send(sender=None, pid=os.getpid(), exitcode=3)
+            marker.touch()
+        finally:
+            os._exit(99)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 3
+    assert not marker.exists()
+
+
+def test_the_exit_is_the_last_shutdown_receiver() -> None:
+    # any receiver after it would never run
+    assert worker_process_shutdown._live_receivers(None)[-1] is exit_pool_child  # type: ignore[attr-defined]
+
+
+def test_a_warm_shutdown_finishes_the_running_task_and_exits_cleanly(
+    tmp_path: Path, redis_server: EmbeddedRedis, redis_client: redis.Redis
+) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REELGEN_")}
+    env.update(
+        REELGEN_REDIS_URL=redis_server.url,
+        REELGEN_STATE_DIR=str(tmp_path / "state"),
+        PYTHONPATH=str(Path(__file__).resolve().parent.parent),
+    )
+    configure(app, load_settings(redis_url=redis_server.url))
+    log = tmp_path / "worker.err"
+    worker = spawn(
+        [sys.executable, "-m", "celery", "-A", "jobs.celery_app", "worker", "--pool", "prefork",
+         "--concurrency", "2", "--include", "tests.test_worker_shutdown", "--without-gossip",
+         "--without-mingle", "--loglevel", "INFO"],
+        env,
+        log,
+    )  # fmt: skip
+    try:
+        app.send_task(SLOW_TASK, args=(str(tmp_path), 2.0), priority=0)
+        wait(lambda: (tmp_path / "started").exists(), what="the task to start")
+        worker.send_signal(signal.SIGTERM)
+        assert worker.wait(60) == 0
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+            worker.wait()
+    assert (tmp_path / "finished").exists()
+    text = log.read_text(errors="replace")
+    assert f"Task {SLOW_TASK}" in text and "succeeded" in text, text
+    for trouble in ("Traceback", "ERROR", "WorkerLostError", "WARNING"):
+        assert trouble not in text, text

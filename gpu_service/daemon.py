@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import itertools
 import json
 import logging
@@ -179,7 +180,6 @@ class Daemon:
         listener.bind(str(s.socket_path))
         os.chmod(s.socket_path, 0o600)
         listener.listen(256)
-        listener.settimeout(0.5)
         self._listener = listener
         accept = threading.Thread(target=self._accept_main, name="gpu-accept", daemon=True)
         accept.start()
@@ -202,6 +202,9 @@ class Daemon:
         """Refuse new work, fail waiting requests (DaemonUnavailable), finish the running batch, clean up."""
         self._stopping.set()
         if self._listener is not None:
+            # shutdown wakes the accept thread's blocking accept() (close alone would leave it blocked)
+            with contextlib.suppress(OSError):
+                self._listener.shutdown(socket.SHUT_RDWR)
             self._listener.close()
             with contextlib.suppress(FileNotFoundError):
                 self.settings.socket_path.unlink()
@@ -545,9 +548,7 @@ class Daemon:
         while not self._stopping.is_set():
             try:
                 sock, _ = self._listener.accept()
-            except TimeoutError:
-                continue
-            except OSError:
+            except OSError:  # stop() shut the listener down
                 return
             sock.settimeout(None)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, _timeval(_SEND_TIMEOUT_S))
@@ -867,6 +868,9 @@ def serve(settings: DaemonSettings) -> int:
         log.exception("the inference daemon failed to start")
         daemon.stop()
         return 1
+    # Everything loaded so far (torch, the models) lives as long as the daemon: in the permanent generation,
+    # no collection walks it again, including the full one at exit, which took ~0.5 s of every stop.
+    gc.freeze()
     print(
         f"reelgen gpu daemon ready: socket={settings.socket_path} device={daemon.device} "
         f"models={','.join(settings.models)} slots={settings.slots}x{settings.slot_bytes} "

@@ -669,3 +669,19 @@ def test_the_environment_reaches_the_daemon_through_settings_json(sock_dir: Path
         2 << 20,
     )
     assert os.fspath(s.socket_path).endswith("a.sock")
+
+
+def test_stop_ends_every_daemon_thread(sock_dir: Path) -> None:
+    from gpu_service.daemon import Daemon
+
+    daemon = Daemon(DaemonSettings(socket_path=sock_dir / "s.sock", device="cpu", models=("probe",), slots=2))
+    daemon.start()
+    try:
+        with InferenceClient(daemon.settings.socket_path) as client:
+            client.infer("probe", frames(2), KEY)
+            threads = [daemon._compute, *daemon._threads]  # compute, accept, this client's connection
+            assert len(threads) == 3 and all(t is not None and t.is_alive() for t in threads)
+    finally:
+        daemon.stop()
+    # the accept thread blocks in accept() without a timeout: only stop's shutdown of the listener ends it
+    assert not any(t is not None and t.is_alive() for t in threads)

@@ -4,6 +4,7 @@ when the shutdown starts still finishes."""
 
 from __future__ import annotations
 
+import gc
 import os
 import select
 import signal
@@ -13,14 +14,16 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import redis
-from celery.signals import worker_process_shutdown, worker_shutting_down
-from kombu.asynchronous import Hub
+from celery.signals import worker_before_create_process, worker_process_shutdown, worker_shutting_down
+from celery.worker import state as worker_state
+from kombu.asynchronous import Hub, get_event_loop, set_event_loop
 
 import jobs.schedule  # noqa: F401  (the modules the worker imports connect their receivers)
 import workers.tasks  # noqa: F401
-from jobs.celery_app import app, configure
+from jobs.celery_app import BROKER_POLL_S, app, configure
+from jobs.prefork import freeze_before_fork
 from jobs.redis_server import EmbeddedRedis
-from jobs.worker_shutdown import WakeOnShutdown, exit_pool_child
+from jobs.worker_shutdown import StopIdlePoolPromptly, WakeOnShutdown, exit_pool_child
 from reelgen.settings import load_settings
 from tests.test_jobs_service_e2e import spawn, wait
 
@@ -35,8 +38,46 @@ def slow_touch(folder: str, seconds: float) -> None:
     Path(folder, "finished").touch()
 
 
-def test_the_worker_blueprint_runs_the_step() -> None:
-    assert WakeOnShutdown in app.steps["worker"]
+def test_the_worker_blueprint_runs_the_steps() -> None:
+    assert WakeOnShutdown in app.steps["worker"] and StopIdlePoolPromptly in app.steps["worker"]
+
+
+class _Request:
+    """Stands for a celery.worker.request.Request in Celery's (weak) sets of reserved and active requests."""
+
+
+def test_an_idle_pool_is_joined_without_the_event_loop_and_a_busy_one_keeps_it() -> None:
+    hub = Hub()  # type: ignore[no-untyped-call]
+    step = StopIdlePoolPromptly(SimpleNamespace())
+    request = _Request()  # one that a pool process still runs
+    set_event_loop(hub)
+    try:
+        worker_state.active_requests.add(request)
+        step.stop(SimpleNamespace(hub=hub))
+        assert get_event_loop() is hub  # the pool drains with Celery's timer thread, as before
+        worker_state.active_requests.discard(request)
+        step.stop(SimpleNamespace(hub=hub))
+        assert get_event_loop() is None
+    finally:
+        worker_state.active_requests.discard(request)
+        set_event_loop(None)
+        hub.close()  # type: ignore[no-untyped-call]
+
+
+def test_the_broker_poll_reaches_kombus_blocking_pop(redis_server: EmbeddedRedis) -> None:
+    configure(app, load_settings(redis_url=redis_server.url))
+    with app.connection_for_read() as connection:
+        assert connection.default_channel.brpop_timeout == BROKER_POLL_S < 1
+
+
+def test_the_parent_freezes_what_its_children_inherit() -> None:
+    assert freeze_before_fork in worker_before_create_process._live_receivers(None)  # type: ignore[attr-defined]
+    gc.unfreeze()
+    try:
+        worker_before_create_process.send(sender=None)
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
 
 
 def test_the_shutdown_signal_ends_the_event_loops_poll_at_once() -> None:

@@ -90,7 +90,8 @@ class TemplateMatch(InferenceModel):
         best = torch.full((n,), -1.0, device=frames.device)
         best_box = torch.zeros(n, 4, device=frames.device)
         # the integral images serve every scale's window sums
-        integral, integral_sq = _integral(frames), _integral(frames * frames)
+        # squares summed over the channels first: the variance needs only their total per window
+        integral, integral_sq = _integral(frames), _integral((frames * frames).sum(1, keepdim=True))
         # Correlation with every template scale through one FFT of the frames: a direct convolution with
         # templates this large costs ~10× more on a CPU.
         spectrum = torch.fft.rfft2(frames)
@@ -107,7 +108,7 @@ class TemplateMatch(InferenceModel):
             numerator = torch.fft.irfft2(product, s=(height, width))[:, : height - th + 1, : width - tw + 1]
             count = th * tw
             sums = _box_sums(integral, th, tw)
-            variance = (_box_sums(integral_sq, th, tw) - sums * sums / count).sum(1).clamp(min=1e-6)
+            variance = (_box_sums(integral_sq, th, tw)[:, 0] - (sums * sums).sum(1) / count).clamp(min=1e-6)
             ncc = numerator / (variance.sqrt() * template_norm)
             peak, flat = ncc.flatten(1).max(dim=1)
             weighted = peak * (1.0 - PROMINENCE + PROMINENCE * scale / SCALES[-1])

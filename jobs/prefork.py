@@ -1,10 +1,11 @@
 """The Celery worker's parent process, just before it forks a pool child.
 
 Everything the parent holds by then (Celery, the task modules, cv2, PyAV, numpy, pydantic) lives as long as the
-worker. Moved to the garbage collector's permanent generation, it is never walked again: not by the children's
-full collections, which would otherwise touch the reference counts of every inherited object and so copy the
-parent's pages into each child (the copy-on-write sharing Python's `gc.freeze` documentation describes), and not
-by the parent's last collection at exit.
+worker. Moved to the garbage collector's permanent generation, it is never walked again: not by the parent's
+last collection at exit (an idle worker's SIGTERM-to-exit went from ~0.45 to ~0.3 s), and not by the children's
+full collections, which would otherwise touch the reference counts of every inherited object and so copy those
+pages into each child (the copy-on-write sharing Python's `gc.freeze` documentation describes; on a 6-item run
+the children's unique memory was 367–411 MiB with or without it: their own frames and encoders dominate).
 """
 
 from __future__ import annotations

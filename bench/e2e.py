@@ -35,6 +35,7 @@ import psutil
 
 from gpu_service.local import LocalInference
 from gpu_service.scheduler import PriorityKey
+from gpu_service.usage import DaemonUsage
 from jobs.catalog import CatalogEntry, read_catalog
 from jobs.runner import run_catalog
 from jobs.sample_catalog import write_sample_catalog
@@ -214,7 +215,7 @@ def children_usage() -> resource.struct_rusage:
 
 def run_reelgen(
     catalog: Path, out: Path, state: Path
-) -> tuple[float, float, dict[str, dict[str, float]], dict[str, float]]:
+) -> tuple[float, float, dict[str, dict[str, float]], dict[str, float], DaemonUsage | None]:
     settings = load_settings(out=str(out), state_dir=state, codec_threads=CODEC_THREADS)
     before, cpu0 = children_usage(), time.process_time()
     peaks = PeakRss()
@@ -228,7 +229,7 @@ def run_reelgen(
     cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime) + time.process_time() - cpu0
     if outcome.exit_code != 0:
         raise SystemExit(f"reelgen run exited {outcome.exit_code}")
-    return wall, cpu, outcome.stages, peak_mb
+    return wall, cpu, outcome.stages, peak_mb, outcome.inference
 
 
 # --- (d) the render floor
@@ -337,12 +338,13 @@ def main() -> None:
     # (c) and (d) run in rounds, each (d) right after its (c): this machine's speed drifts by ±10-15% within
     # minutes, and a ratio of two runs taken seconds apart is far steadier than one of runs a minute apart
     pair_ratios: list[float] = []
+    inference: DaemonUsage | None = None
     if "c" in designs:
         c_rounds: list[tuple[float, float]] = []
         d_rounds: list[tuple[float, float]] = []
         for r in range(args.repeats):
             out, state = work / f"c{r}", work / f"c{r}-state"
-            c_wall, c_cpu, c_stages, peak_mb = timed(
+            c_wall, c_cpu, c_stages, peak_mb, inference = timed(
                 f"(c) reelgen, round {r + 1}",
                 lambda o=out, s=state: run_reelgen(catalog, o, s),  # type: ignore[misc]
             )
@@ -374,10 +376,14 @@ def main() -> None:
         print(
             f"(c) peak RSS (last round): worker process {peak_mb['worker']:.0f} MiB, inference daemon {peak_mb['daemon']:.0f} MiB"
         )
+        if inference is not None:
+            print(f"(c) {inference.describe()} (last round)")
 
     def ratio(top: str, bottom: str) -> float | None:
         return round(rates[top] / rates[bottom], 3) if top in rates and bottom in rates else None
 
+    on_gpu = inference is not None and inference.device.startswith("cuda")
+    gpu_busy = round(inference.busy_fraction, 3) if on_gpu and inference is not None else None
     result: dict[str, Any] = {
         f"{key}_items_per_min": round(rates[key], 3) if key in rates else None for key in "abcd"
     }
@@ -388,7 +394,8 @@ def main() -> None:
         "c_over_b": ratio("c", "b"),
         "c_over_d": round(statistics.median(pair_ratios), 3) if pair_ratios else None,
         "c_over_d_rounds": [round(x, 3) for x in pair_ratios],
-        "gpu_busy": None,
+        "gpu_busy": gpu_busy,
+        "mean_batch": round(inference.mean_batch, 2) if inference is not None else None,
         "items": n,
     }
     if args.scaling:

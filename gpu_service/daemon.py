@@ -152,6 +152,8 @@ class Daemon:
             "padded_frames": 0,
             "max_batch_frames": 0,
             "busy_s": 0.0,
+            # when the models were ready: busy_s over the time since is the device's busy fraction
+            "ready_at": None,
             "last_batch_end": None,
             "requests": dict.fromkeys(("ok", "rejected", "failed", "cancelled", "unavailable"), 0),
         }
@@ -254,6 +256,7 @@ class Daemon:
             self._failure = exc
             self._loaded.set()
             return
+        self._stats["ready_at"] = time.monotonic()
         self._loaded.set()
         try:
             self._serve_batches()

@@ -19,6 +19,7 @@ from pydantic import SecretStr
 
 from gpu_service.config import DaemonSettings
 from gpu_service.supervisor import DaemonProcess
+from gpu_service.usage import DaemonUsage, read_usage
 from jobs.celery_app import app, configure
 from jobs.dispatcher import Dispatcher
 from jobs.ledger import JobKind, JobRecord, Ledger
@@ -58,12 +59,21 @@ def worker_env(settings: Settings, redis_url: str) -> dict[str, str]:
     return env
 
 
-def summarise(ledger: Ledger, job: JobRecord, out_uri: str, elapsed_s: float, stream: TextIO) -> None:
+def summarise(
+    ledger: Ledger,
+    job: JobRecord,
+    out_uri: str,
+    elapsed_s: float,
+    inference: DaemonUsage | None,
+    stream: TextIO,
+) -> None:
     print(
         f"job {job.id}: {job.done} done, {job.failed} failed, {job.skipped} skipped "
         f"in {elapsed_s:.1f} s; outputs in {out_uri}",
         file=stream,
     )
+    if inference is not None:
+        print(f"  {inference.describe()}", file=stream)
     for failure in ledger.failures(job.id):
         print(f"  FAILED {failure.item_id}: {failure.error}: {failure.message}", file=stream)
 
@@ -74,6 +84,8 @@ class RunOutcome:
     job: JobRecord
     #: {stage: {"cpu": s, "wall": s, "runs": n}} summed over the job's items
     stages: dict[str, dict[str, float]]
+    #: what the inference daemon served (None if it did not answer at the end)
+    inference: DaemonUsage | None
 
 
 def run_catalog(settings: Settings, catalog: Path, *, stream: TextIO = sys.stdout) -> RunOutcome:
@@ -125,13 +137,14 @@ def run_catalog(settings: Settings, catalog: Path, *, stream: TextIO = sys.stdou
 
         dispatcher.serve(stop=lambda: current.state.finished, on_tick=tick)
         bar.close()
+        inference = read_usage(settings.daemon_socket)
         # the job is over and nothing runs: workers and daemon shut down side by side (after a failure the
         # stack stops them in turn instead, the daemon outliving the workers while they finish their tasks)
         terminate(pool.detach(), daemon.detach(), timeout_s=30.0)
         final = ledger.job(job.id)
-        summarise(ledger, final, store.root, time.monotonic() - started, stream)
+        summarise(ledger, final, store.root, time.monotonic() - started, inference, stream)
         stages = ledger.stage_totals(job.id)
-    return RunOutcome(EXIT_OK if final.failed == 0 else EXIT_FAILED, final, stages)
+    return RunOutcome(EXIT_OK if final.failed == 0 else EXIT_FAILED, final, stages, inference)
 
 
 def apply_s3_settings(settings: Settings) -> None:

@@ -685,3 +685,21 @@ def test_stop_ends_every_daemon_thread(sock_dir: Path) -> None:
         daemon.stop()
     # the accept thread blocks in accept() without a timeout: only stop's shutdown of the listener ends it
     assert not any(t is not None and t.is_alive() for t in threads)
+
+
+def test_usage_reports_batches_frames_and_the_busy_fraction_since_ready(start_daemon: DaemonFactory) -> None:
+    from gpu_service.usage import read_usage
+
+    d = start_daemon()
+    idle = read_usage(d.socket)
+    assert idle is not None and idle.device == "cpu" and idle.batches == 0 and idle.busy_fraction == 0.0
+    with InferenceClient(d.socket) as client:
+        for n in (2, 3):
+            client.infer("slow_probe", frames(n), KEY)  # sleeps in the model: a busy compute thread
+    used = read_usage(d.socket)
+    assert used is not None and (used.batches, used.frames, used.mean_batch) == (2, 5, 2.5)
+    assert 0 < used.busy_s < used.serving_s and 0 < used.busy_fraction < 1
+    assert "2 batches of 2.5 frames on average" in used.describe()
+    d.proc.terminate()
+    d.proc.wait(30)
+    assert read_usage(d.socket) is None

@@ -44,6 +44,14 @@ def test_run_produces_clips_and_manifests_and_fails_only_bad_items(catalog: Path
     assert "2 done, 2 failed" in result.stdout
     assert "FAILED broken: UnreadableVideo" in result.stdout
     assert "FAILED line:4: BadItemId" in result.stdout
+    # what the daemon served: both good items' samples and windows, in batches, part of the time
+    served = re.search(
+        r"inference on cpu: (\d+) batches of ([\d.]+) frames on average, busy (\d+)% of ([\d.]+) s",
+        result.stdout,
+    )
+    assert served is not None, result.stdout
+    batches, mean_batch, busy, serving = int(served[1]), float(served[2]), int(served[3]), float(served[4])
+    assert batches >= 4 and mean_batch >= 1.0 and 0 < busy < 100 and serving > 0
 
     for item_id in ("sku-0001", "sku-0002"):
         manifest = json.loads((out / item_id / "manifest.json").read_text())

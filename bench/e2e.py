@@ -384,8 +384,11 @@ def main() -> None:
     def ratio(top: str, bottom: str) -> float | None:
         return round(rates[top] / rates[bottom], 3) if top in rates and bottom in rates else None
 
-    on_gpu = inference is not None and inference.device.startswith("cuda")
-    gpu_busy = round(inference.busy_fraction, 3) if on_gpu and inference is not None else None
+    gpu_busy = (
+        round(inference.busy_fraction, 3)
+        if inference is not None and inference.device.startswith("cuda")
+        else None
+    )
     result: dict[str, Any] = {
         f"{key}_items_per_min": round(rates[key], 3) if key in rates else None for key in "abcd"
     }

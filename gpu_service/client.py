@@ -372,17 +372,20 @@ class InferenceClient:
             chunk.outputs[name] = np.array(view, dtype=np.float32, copy=True)
 
 
-def wait_until_ready(socket_path: str | os.PathLike[str], timeout_s: float = 120.0) -> dict[str, Any]:
-    """Poll until a daemon answers at `socket_path`; returns its status. For `reelgen run` and tests."""
-    client = InferenceClient(socket_path, timeout_s=10.0)
-    deadline = time.monotonic() + timeout_s
+def ping_or_none(socket_path: str | os.PathLike[str], timeout_s: float = 10.0) -> dict[str, Any] | None:
+    """The status of the daemon at `socket_path`, or None when none answers there (yet, or any more)."""
     try:
-        while True:
-            try:
-                return client.ping()
-            except DaemonUnavailable:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(_CONNECT_POLL_S)
-    finally:
-        client.close()
+        with InferenceClient(socket_path, timeout_s=timeout_s) as client:
+            return client.ping()
+    except DaemonUnavailable:
+        return None
+
+
+def wait_until_ready(socket_path: str | os.PathLike[str], timeout_s: float = 120.0) -> dict[str, Any]:
+    """Poll until a daemon answers at `socket_path`; returns its status. For benchmarks and tests."""
+    deadline = time.monotonic() + timeout_s
+    while (status := ping_or_none(socket_path)) is None:
+        if time.monotonic() > deadline:
+            raise DaemonUnavailable(f"no inference daemon answered at {socket_path} within {timeout_s:.0f} s")
+        time.sleep(_CONNECT_POLL_S)
+    return status

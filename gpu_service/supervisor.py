@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from types import TracebackType
 
-from gpu_service.client import InferenceClient
+from gpu_service.client import ping_or_none
 from gpu_service.config import DaemonSettings
 from reelgen.errors import DaemonUnavailable
 from reelgen.processes import ChildProcess
@@ -60,15 +60,11 @@ class DaemonProcess(ChildProcess):
             return True
         code = self._process.poll()
         if code is None:
-            try:
-                with InferenceClient(self.settings.socket_path, timeout_s=10.0) as client:
-                    client.ping()
-            except DaemonUnavailable:
-                if time.monotonic() - self._launched_at < self.ready_timeout_s:
-                    return False
-            else:
+            if ping_or_none(self.settings.socket_path) is not None:
                 self.ready = True
                 return True
+            if time.monotonic() - self._launched_at < self.ready_timeout_s:
+                return False
         self.stop()
         raise DaemonUnavailable(
             f"the inference daemon did not become ready (exit status {code}); see {self.log_file}"

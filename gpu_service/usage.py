@@ -8,8 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gpu_service.client import InferenceClient
-from reelgen.errors import DaemonUnavailable
+from gpu_service.client import ping_or_none
 
 
 @dataclass(frozen=True)
@@ -52,8 +51,5 @@ class DaemonUsage:
 
 def read_usage(socket_path: str | os.PathLike[str]) -> DaemonUsage | None:
     """The usage of the daemon at socket_path, or None when no daemon answers there."""
-    try:
-        with InferenceClient(socket_path, timeout_s=10.0) as client:
-            return DaemonUsage.from_status(client.ping())
-    except DaemonUnavailable:
-        return None
+    status = ping_or_none(socket_path)
+    return None if status is None else DaemonUsage.from_status(status)

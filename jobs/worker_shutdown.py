@@ -79,9 +79,6 @@ class StopIdlePoolPromptly(bootsteps.StartStopStep):
     # after the Pool step, so that its stop runs just before the pool's
     requires = ("celery.worker.components:Pool",)
 
-    def start(self, parent: Any) -> None:
-        pass
-
     def stop(self, parent: Any) -> None:
         idle = not worker_state.reserved_requests and not worker_state.active_requests
         if idle and get_event_loop() is not None:

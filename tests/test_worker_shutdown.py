@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
 import redis
 from celery.signals import worker_before_create_process, worker_process_shutdown, worker_shutting_down
 from celery.worker import state as worker_state
@@ -72,10 +73,10 @@ def test_the_broker_poll_reaches_kombus_blocking_pop(redis_server: EmbeddedRedis
 
 
 def test_the_parent_freezes_what_its_children_inherit() -> None:
-    assert freeze_before_fork in worker_before_create_process._live_receivers(None)  # type: ignore[attr-defined]
     gc.unfreeze()
     try:
-        worker_before_create_process.send(sender=None)
+        responses = worker_before_create_process.send(sender=None)
+        assert freeze_before_fork in [receiver for receiver, _ in responses]
         assert gc.get_freeze_count() > 0
     finally:
         gc.unfreeze()
@@ -118,9 +119,13 @@ def test_a_pool_child_exits_from_the_shutdown_signal_with_billiards_exit_code(tm
     assert not marker.exists()
 
 
-def test_the_exit_is_the_last_shutdown_receiver() -> None:
+def test_the_exit_is_the_last_shutdown_receiver(monkeypatch: pytest.MonkeyPatch) -> None:
     # any receiver after it would never run
-    assert worker_process_shutdown._live_receivers(None)[-1] is exit_pool_child  # type: ignore[attr-defined]
+    exits: list[int] = []
+    monkeypatch.setattr(os, "_exit", exits.append)
+    responses = worker_process_shutdown.send(sender=None, pid=os.getpid(), exitcode=3)
+    assert [receiver for receiver, _ in responses][-1] is exit_pool_child
+    assert exits == [3]  # billiard's exit code, passed on
 
 
 def test_a_warm_shutdown_finishes_the_running_task_and_exits_cleanly(

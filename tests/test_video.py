@@ -171,6 +171,7 @@ def test_render_cuts_the_window_and_lands_crops_on_the_planned_pixels(tmp_path: 
     make_code_video(source, seconds=6.0, fps=25, size=(640, 360))
     specs = _centre_specs(tmp_path, {})
     render_window(source, 1.0, 3.0, specs, EncodeOptions(crf=18, preset="ultrafast"))
+    sounds = []
     for spec in specs:
         assert spec.frames == 50 and len(spec.crops) == 50
         with av.open(str(spec.path)) as clip:
@@ -181,8 +182,17 @@ def test_render_cuts_the_window_and_lands_crops_on_the_planned_pixels(tmp_path: 
             assert clip.duration is not None and abs(clip.duration / 1e6 - 2.0) <= 0.04 + 1e-6
             assert abs(float(audio.duration * audio.time_base) - 2.0) < 0.05  # type: ignore[operator]
             decoded = [f.to_ndarray(format="rgb24") for f in clip.decode(video=0)]
+            clip.seek(0)
+            sound = np.concatenate([f.to_ndarray() for f in clip.decode(audio=0)], axis=1)
+        # the window's two seconds of the source's 440 Hz tone (plus at most one AAC frame of padding)
+        assert 2 * 48_000 <= sound.shape[1] <= 2 * 48_000 + 1024
+        middle = sound[0, 24_000:72_000]
+        assert np.abs(middle).max() == pytest.approx(0.2, abs=0.02)
+        assert np.count_nonzero(np.diff(np.sign(middle)) > 0) == pytest.approx(440, abs=2)
+        sounds.append(sound)
         if spec.width >= 176:  # the code strip is 160 px wide: readable when the crop keeps it whole
             assert [read_code(f) for f in decoded] == list(range(25, 75))
+    assert all(np.array_equal(sound, sounds[0]) for sound in sounds)  # one encode, copied into every clip
 
 
 @pytest.mark.parametrize("keyint", [None, 25])

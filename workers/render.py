@@ -2,12 +2,14 @@
 
 Frames stay in yuv420p from the decoder to the encoders: cropping is slicing the three planes, so there is no
 colour conversion per output (the source's pixels pass through untouched apart from the crop and any downscale).
+The audio is the same in every clip, so it is encoded once and its packets are copied into each clip.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import io
 import logging
 import queue
 import threading
@@ -154,11 +156,9 @@ def _planes(frame: av.VideoFrame, rotation: int) -> Planes:
 
 
 class _ClipWriter:
-    """One output container with its video and (optional) audio encoder."""
+    """One output container with its video encoder and (optional) the window's encoded audio."""
 
-    def __init__(
-        self, spec: OutputSpec, rate: Fraction, options: EncodeOptions, audio_rate: int | None
-    ) -> None:
+    def __init__(self, spec: OutputSpec, rate: Fraction, options: EncodeOptions, audio: bytes | None) -> None:
         self.spec = spec
         spec.path.parent.mkdir(parents=True, exist_ok=True)
         self.container = av.open(str(spec.path), mode="w", format="mp4", options={"movflags": "+faststart"})
@@ -170,12 +170,10 @@ class _ClipWriter:
         video.codec_context.thread_count = options.threads
         video.options = {"crf": str(options.crf), "preset": options.preset}
         self.video = video
-        self.audio = None
-        if audio_rate is not None:
-            audio = self.container.add_stream("aac", rate=audio_rate)
-            audio.layout = "stereo"
-            audio.bit_rate = options.audio_bitrate
-            self.audio = audio
+        self.audio: av.container.InputContainer | None = None
+        if audio is not None:
+            self.audio = av.open(io.BytesIO(audio), mode="r", format="mp4")
+            self.container.add_stream_from_template(self.audio.streams.audio[0])
 
     def write_video(self, planes: Planes, rel_t: float) -> None:
         frame = planes.to_frame()
@@ -184,14 +182,38 @@ class _ClipWriter:
         self.container.mux(self.video.encode(frame))
         self.spec.frames += 1
 
-    def write_audio(self, frame: av.AudioFrame | None) -> None:
-        if self.audio is not None:
-            self.container.mux(self.audio.encode(frame))
-
     def close(self) -> None:
+        """Flush the video encoder, copy the audio packets in and finish the file."""
         self.container.mux(self.video.encode(None))
-        self.write_audio(None)
+        if self.audio is not None:
+            stream = self.container.streams.audio[0]
+            for packet in self.audio.demux(self.audio.streams.audio[0]):
+                if packet.dts is not None:  # the demuxer's empty end-of-stream packet
+                    packet.stream = stream
+                    self.container.mux(packet)
         self.container.close()
+        self.discard_audio()
+
+    def discard_audio(self) -> None:
+        if self.audio is not None:
+            self.audio.close()
+            self.audio = None
+
+
+def encoded_audio(path: Path, start: float, end: float, bitrate: int) -> bytes | None:
+    """The window's audio as AAC in an in-memory MP4, or None when the source has no audio stream."""
+    decoded = _audio_frames(path, start, end)
+    if decoded is None:
+        return None
+    rate, frames = decoded
+    buffer = io.BytesIO()
+    with av.open(buffer, mode="w", format="mp4") as container:
+        stream = container.add_stream("aac", rate=rate)
+        stream.layout = "stereo"
+        stream.bit_rate = bitrate
+        for frame in [*frames, None]:
+            container.mux(stream.encode(frame))
+    return buffer.getvalue()
 
 
 def _audio_frames(path: Path, start: float, end: float) -> tuple[int, list[av.AudioFrame]] | None:
@@ -254,11 +276,10 @@ class _ClipThread(threading.Thread):
     each encoder keeps the configured codec thread count. Frames reach a clip in decode order through its queue.
     """
 
-    def __init__(self, writer: _ClipWriter, start: float, audio: list[av.AudioFrame]) -> None:
+    def __init__(self, writer: _ClipWriter, start: float) -> None:
         super().__init__(name=f"clip-{writer.spec.aspect}", daemon=True)
         self.writer = writer
         self.start_s = start
-        self.audio = audio
         self.frames: queue.Queue[tuple[Planes, float] | str] = queue.Queue(maxsize=FRAME_QUEUE)
         self.error: Exception | None = None
 
@@ -278,8 +299,6 @@ class _ClipThread(threading.Thread):
                 )
                 self.writer.write_video(picture, t - self.start_s)
             if item == _FINISH:
-                for frame in self.audio:
-                    self.writer.write_audio(frame)
                 self.writer.close()
                 return
         except Exception as exc:
@@ -289,6 +308,7 @@ class _ClipThread(threading.Thread):
                 item = self.frames.get()
         with contextlib.suppress(av.error.FFmpegError, OSError):
             self.writer.container.close()
+        self.writer.discard_audio()
 
 
 def render_window(
@@ -300,7 +320,7 @@ def render_window(
 ) -> list[OutputSpec]:
     """Decode [start, end) of the source once and write every spec's clip; returns the specs with the crops used."""
     try:
-        audio = _audio_frames(source_path, start, end)
+        audio = encoded_audio(source_path, start, end, options.audio_bitrate)
     except av.error.FFmpegError as exc:
         log.warning("audio of %s unusable, clips will be silent: %s", source_path.name, exc)
         audio = None
@@ -311,11 +331,7 @@ def render_window(
         clips: list[_ClipThread] = []
         try:
             for spec in specs:
-                clip = _ClipThread(
-                    _ClipWriter(spec, rate, options, audio[0] if audio else None),
-                    start,
-                    audio[1] if audio else [],
-                )
+                clip = _ClipThread(_ClipWriter(spec, rate, options, audio), start)
                 clip.start()
                 clips.append(clip)
             for raw in source.raw_frames(start, end):

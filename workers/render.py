@@ -77,11 +77,10 @@ class Planes:
     def resize(self, width: int, height: int) -> Planes:
         if self.y.shape[1] == width and self.y.shape[0] == height:
             return self
-        return Planes(
-            cv2.resize(self.y, (width, height), interpolation=cv2.INTER_AREA),
-            cv2.resize(self.u, (width // 2, height // 2), interpolation=cv2.INTER_AREA),
-            cv2.resize(self.v, (width // 2, height // 2), interpolation=cv2.INTER_AREA),
-        )
+        # swscale's area filter, not OpenCV's INTER_AREA: at the non-integer ratios crops have, OpenCV falls back
+        # to a generic area resampler (4.2 ms for a 1080p luma plane to 1080×608; swscale 0.6 ms for all three
+        # planes, the luma equal to OpenCV's within 61 dB PSNR)
+        return _planes(self.to_frame().reformat(width=width, height=height, interpolation="AREA"), 0)
 
     def letterbox(self, width: int, height: int) -> Planes:
         """This picture scaled to fit inside width×height, centred over a blurred, scaled-to-fill copy of itself.
@@ -101,15 +100,15 @@ class Planes:
         cx, cy = (src_w - cover_w) // 4 * 2, (src_h - cover_h) // 4 * 2
         cover = self.crop(CropRect(cx, cy, cover_w, cover_h))
         x0, y0 = (width - fit_w) // 4 * 2, (height - fit_h) // 4 * 2
+        fitted = self.resize(fit_w, fit_h)
         planes = []
-        for k, (full, part) in enumerate(
-            zip((self.y, self.u, self.v), (cover.y, cover.u, cover.v), strict=True)
+        for k, (picture, part) in enumerate(
+            zip((fitted.y, fitted.u, fitted.v), (cover.y, cover.u, cover.v), strict=True)
         ):
             div = 1 if k == 0 else 2
             out_w, out_h = width // div, height // div
             # luma dimmed, so the sharp picture reads as the subject and the fill as surround
             background = _blurred(part, out_w, out_h, BACKDROP_LUMA if k == 0 else 1.0)
-            picture = cv2.resize(full, (fit_w // div, fit_h // div), interpolation=cv2.INTER_AREA)
             background[y0 // div : (y0 + fit_h) // div, x0 // div : (x0 + fit_w) // div] = picture
             planes.append(background)
         return Planes(planes[0], planes[1], planes[2])
@@ -132,13 +131,24 @@ def _blurred(plane: np.ndarray, width: int, height: int, dim: float = 1.0) -> np
 
     Dimming is linear, so it is done on the small blurred image before scaling up: the same picture as
     dimming the output, at a 256th of the pixels."""
-    small = cv2.resize(
-        plane, (max(2, width // BLUR_SHRINK), max(2, height // BLUR_SHRINK)), interpolation=cv2.INTER_AREA
-    )
+    small = _shrunk(plane, max(2, width // BLUR_SHRINK), max(2, height // BLUR_SHRINK))
     small = cv2.GaussianBlur(small, (0, 0), 1.5)
     if dim != 1.0:
         small = (16 + (small.astype(np.float32) - 16) * dim).astype(np.uint8)
     return cv2.resize(small, (width, height), interpolation=cv2.INTER_LINEAR)
+
+
+def _shrunk(plane: np.ndarray, width: int, height: int) -> np.ndarray:
+    """The plane averaged down to width×height, for the blurred fill.
+
+    OpenCV's area resize is fast only at integer ratios (1.2 ms for a 608×1080 plane to 67×120, 0.17 ms this
+    way), so the largest integer ratio goes first, over the plane less the few edge pixels it does not divide;
+    a fill that is blurred anyway cannot show them missing."""
+    k = max(1, min(plane.shape[1] // width, plane.shape[0] // height))
+    if k > 1:
+        h, w = plane.shape[0] // k * k, plane.shape[1] // k * k
+        plane = cv2.resize(plane[:h, :w], (w // k, h // k), interpolation=cv2.INTER_AREA)
+    return cv2.resize(plane, (width, height), interpolation=cv2.INTER_AREA)
 
 
 def _planes(frame: av.VideoFrame, rotation: int) -> Planes:

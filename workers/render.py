@@ -218,7 +218,7 @@ class _ClipWriter:
             self.audio = None
 
 
-def encoded_audio(path: Path, start: float, end: float, bitrate: int) -> bytes | None:
+def _encoded_audio(path: Path, start: float, end: float, bitrate: int) -> bytes | None:
     """The window's audio as AAC in an in-memory MP4, or None when the source has no audio stream."""
     decoded = _audio_frames(path, start, end)
     if decoded is None:
@@ -338,7 +338,7 @@ def render_window(
 ) -> list[OutputSpec]:
     """Decode [start, end) of the source once and write every spec's clip; returns the specs with the crops used."""
     try:
-        audio = encoded_audio(source_path, start, end, options.audio_bitrate)
+        audio = _encoded_audio(source_path, start, end, options.audio_bitrate)
     except av.error.FFmpegError as exc:
         log.warning("audio of %s unusable, clips will be silent: %s", source_path.name, exc)
         audio = None

@@ -62,6 +62,9 @@ class DaemonSettings(BaseModel):
         "restarted) before its task fails over to a retry",
     )
     warmup: bool = True
+    parent_pid: int | None = Field(
+        default=None, ge=1, description="set by `reelgen run`: the daemon stops when that process ends"
+    )
 
     @field_validator("device")
     @classmethod

@@ -44,6 +44,7 @@ from gpu_service.metrics import DaemonMetrics
 from gpu_service.scheduler import Batch, Pending, PriorityKey, Scheduler
 from gpu_service.shm import PAGE, Grant, Segment, SlotError, SlotPool, SlotState, align, sweep_stale
 from reelgen.errors import ConfigError
+from reelgen.processes import exit_with_parent
 
 log = logging.getLogger("gpu_service.daemon")
 
@@ -856,6 +857,8 @@ def serve(settings: DaemonSettings) -> int:
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, on_signal)
         signal.signal(signal.SIGINT, on_signal)
+        if settings.parent_pid is not None:
+            exit_with_parent(settings.parent_pid)
     try:
         daemon = Daemon(settings)
     except ConfigError as exc:

@@ -6,14 +6,18 @@ Redis URL is set, and `reelgen run` configures it explicitly after it has starte
 
 from __future__ import annotations
 
+from typing import Any
+
 import redis
 from celery import Celery
+from celery.signals import worker_init
 from kombu.exceptions import OperationalError
 
 from jobs import prefork  # noqa: F401  (connects its signal receiver)
 from jobs.cron import beat_schedule
 from jobs.worker_shutdown import StopIdlePoolPromptly, WakeOnShutdown
 from reelgen.errors import ConfigError
+from reelgen.processes import exit_with_parent
 from reelgen.settings import Settings, load_settings
 
 QUEUE = "reelgen"
@@ -115,3 +119,11 @@ def configure(celery: Celery, settings: Settings) -> None:
 
 
 configure(app, load_settings())
+
+
+@worker_init.connect
+def stop_with_the_run(**_: Any) -> None:
+    """A worker that `reelgen run` started stops when the run ends, even when the run is killed outright."""
+    parent_pid = load_settings().parent_pid
+    if parent_pid is not None:
+        exit_with_parent(parent_pid)

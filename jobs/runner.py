@@ -42,7 +42,11 @@ def local_daemon_settings(settings: Settings) -> DaemonSettings:
     configured, since the workers' decoders and encoders already fill the cores."""
     threads = settings.daemon.torch_threads or 1
     return settings.daemon.model_copy(
-        update={"socket_path": settings.daemon_socket.resolve(), "torch_threads": threads}
+        update={
+            "socket_path": settings.daemon_socket.resolve(),
+            "torch_threads": threads,
+            "parent_pid": os.getpid(),
+        }
     )
 
 
@@ -55,6 +59,7 @@ def worker_env(settings: Settings, redis_url: str) -> dict[str, str]:
         REELGEN_WORKERS=str(settings.worker_count),
         REELGEN_CODEC_THREADS=str(settings.threads_per_worker),
         REELGEN_DAEMON__SOCKET_PATH=str(settings.daemon_socket.resolve()),
+        REELGEN_PARENT_PID=str(os.getpid()),
     )
     return env
 

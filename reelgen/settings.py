@@ -98,6 +98,11 @@ class Settings(BaseSettings):
     cpus: int = Field(default_factory=lambda: len(os.sched_getaffinity(0)), ge=1)
     workers: int | None = Field(default=None, ge=1, description="Celery worker processes; default: cpus")
     codec_threads: int | None = Field(default=None, ge=1, description="decoder/encoder threads per worker")
+    parent_pid: int | None = Field(
+        default=None,
+        ge=1,
+        description="set by `reelgen run` for its workers: they stop when that process ends",
+    )
 
     # --- limits on what is accepted
     max_source_bytes: int = Field(default=2 * 2**30, gt=0)

@@ -8,4 +8,5 @@ except PackageNotFoundError:  # running from a source tree that was never instal
     __version__ = "0.0.0+unknown"
 
 # Bumped by hand whenever the pipeline's output bytes change for the same settings; part of config_hash.
-PIPELINE_VERSION = "1"
+# 2: letterboxed pictures scaled by swscale's area filter (within one level of OpenCV's), the fill shrunk in steps.
+PIPELINE_VERSION = "2"

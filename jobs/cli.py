@@ -252,6 +252,24 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_probe(args: argparse.Namespace) -> int:
+    from storage.fetch import Fetcher
+    from workers.probe import probe
+
+    source = str(args.source)
+    if "://" in source and not source.lower().startswith("file://"):
+        with Fetcher(load_settings()).local_path(source) as path:
+            report = probe(path)
+        report.file = source
+    else:
+        path = Path(source.removeprefix("file://"))
+        if not path.is_file():
+            raise ConfigError(f"{source}: no such file")
+        report = probe(path)
+    print(json.dumps(report.as_dict(), indent=2) if args.json else "\n".join(report.lines()))
+    return 0 if report.decodes else 1
+
+
 def _cmd_config(args: argparse.Namespace) -> int:
     from jobs.celery_app import check_timeouts
 
@@ -374,6 +392,13 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("run", help="the run's local output folder (its --out)")
     report.add_argument("--dest", help="folder for the report (default: RUN/report)")
     report.set_defaults(func=_cmd_report)
+
+    probe = commands.add_parser(
+        "probe", help="show what reelgen sees in one video: streams, timing, repairs, whether it decodes"
+    )
+    probe.add_argument("source", help="a video file, file://, s3:// or http(s):// URI")
+    probe.add_argument("--json", action="store_true", help="print one JSON object instead of lines")
+    probe.set_defaults(func=_cmd_probe)
 
     config = commands.add_parser("config", help="show the effective settings")
     config.add_argument("--show", action="store_true", help="print settings with secrets masked (default)")

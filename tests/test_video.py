@@ -71,16 +71,16 @@ def test_the_pre_roll_skips_non_reference_frames_and_the_window_decodes_the_same
     make_code_video(path, seconds=6.0, fps=25, audio=False)  # one GOP, B-frames: libx264's defaults
     start, end = 4.2, 5.0
     with VideoSource(path) as source:
-        every = [round(f.time * 25) for f in source._decoded(start)]
-        skipping = [round(f.time * 25) for f in source._decoded(start, skip_nonref_before=start)]
-        window = list(source.raw_frames(start, end))
-        codes = [read_code(source._to_rgb(f)) for f in window]
+        every = [round(t * 25) for t, _ in source._decoded(start)]
+        skipping = [round(t * 25) for t, _ in source._decoded(start, skip_nonref_before=start)]
+        window = list(source.frames(start, end))
+        codes = [read_code(f.rgb) for f in window]
         plain = source._sample_with_gray([start, 4.6, end], None, 160, None)
         fast = source.sample_with_gray([start, 4.6, end], gray_width=160)
         assert source._stream.codec_context.skip_frame == "DEFAULT"
     assert len(skipping) < 0.8 * len(every)  # a third or more of the pre-roll is never decoded
     assert [k for k in every if k >= start * 25] == [k for k in skipping if k >= start * 25]
-    assert codes == [round(f.time * 25) for f in window] == list(range(105, 125))
+    assert codes == [round(f.t * 25) for f in window] == list(range(105, 125))
     assert [(f.t, read_code(f.rgb)) for f in fast[0]] == [(f.t, read_code(f.rgb)) for f in plain[0]]
     assert [t for t, _ in fast[1]] == [t for t, _ in plain[1]]
     assert all(np.array_equal(a, b) for (_, a), (_, b) in zip(fast[1], plain[1], strict=True))

@@ -11,6 +11,7 @@ import contextlib
 import errno
 import io
 import logging
+import math
 import queue
 import threading
 from collections.abc import Callable, Sequence
@@ -25,12 +26,24 @@ import numpy as np
 
 from reelgen.errors import DiskFull, ReelgenError, RenderError, UnreadableVideo
 from workers.framing import CropRect
-from workers.video import VideoSource, quarter_turns
+from workers.video import VideoSource, open_media, quarter_turns
 
 log = logging.getLogger(__name__)
 
-# Output timestamps at 90 kHz keep variable frame rates exact.
+# Output timestamps at 90 kHz: every common rate's frame duration is a whole number of ticks (3003 at 29.97).
 OUTPUT_TIME_BASE = Fraction(1, 90_000)
+
+# Clips run at a constant frame rate: the source's nominal rate, brought within these bounds by a whole factor
+# (a 5 fps source plays at 15 fps, each frame held three ticks; 120 fps plays at 60, every other frame shown),
+# so the cadence stays even. Below 15 fps motion stutters in players that expect video; above 60 adds bytes no
+# placement shows.
+MIN_OUTPUT_FPS = 15
+MAX_OUTPUT_FPS = 60
+# Rates that cameras and editors mean when the container says nearly that (a phone's 29.97 averaged to 29.94).
+_STANDARD_RATES = tuple(
+    Fraction(r) for r in ("24000/1001", "24", "25", "30000/1001", "30", "48", "50", "60000/1001", "60")
+)
+AUDIO_RATE = 48_000
 
 
 @dataclass(frozen=True)
@@ -159,9 +172,28 @@ def _shrunk(plane: np.ndarray, width: int, height: int) -> np.ndarray:
     return cv2.resize(plane, (width, height), interpolation=cv2.INTER_AREA)
 
 
+def output_rate(source_fps: float) -> Fraction:
+    """The clips' constant frame rate for a source whose nominal rate is source_fps (see MIN_OUTPUT_FPS)."""
+    rate = Fraction(source_fps).limit_denominator(1001)
+    nearest = min(_STANDARD_RATES, key=lambda r: abs(r - rate))
+    if abs(nearest - rate) <= nearest / 100:
+        return nearest
+    if rate < MIN_OUTPUT_FPS:
+        rate *= math.ceil(MIN_OUTPUT_FPS / rate)
+    elif rate > MAX_OUTPUT_FPS:
+        rate /= math.ceil(rate / MAX_OUTPUT_FPS)
+    return rate.limit_denominator(1001)
+
+
+def output_ticks(start: float, end: float, rate: Fraction) -> list[float]:
+    """Source times of a clip's frames: one every 1/rate from start, as many as fill [start, end) to within
+    one frame."""
+    count = max(1, round((end - start) * rate))
+    return [start + float(k / rate) for k in range(count)]
+
+
 def _planes(frame: av.VideoFrame, rotation: int) -> Planes:
-    if frame.width % 2 or frame.height % 2:
-        frame = frame.reformat(width=frame.width - frame.width % 2, height=frame.height - frame.height % 2)
+    """A limited-range yuv420p frame at even size (VideoSource.to_yuv420) as planes in display orientation."""
     data = frame.to_ndarray(format="yuv420p")
     h, w = frame.height, frame.width
     y = data[:h]
@@ -193,9 +225,9 @@ class _ClipWriter:
             self.audio = av.open(io.BytesIO(audio), mode="r", format="mp4")
             self.container.add_stream_from_template(self.audio.streams.audio[0])
 
-    def write_video(self, planes: Planes, rel_t: float) -> None:
+    def write_video(self, planes: Planes, tick: int, rate: Fraction) -> None:
         frame = planes.to_frame()
-        frame.pts = round(rel_t / OUTPUT_TIME_BASE)
+        frame.pts = round(tick / rate / OUTPUT_TIME_BASE)
         frame.time_base = OUTPUT_TIME_BASE
         self.container.mux(self.video.encode(frame))
         self.spec.frames += 1
@@ -218,66 +250,70 @@ class _ClipWriter:
             self.audio = None
 
 
-def _encoded_audio(path: Path, start: float, end: float, bitrate: int) -> bytes | None:
-    """The window's audio as AAC in an in-memory MP4, or None when the source has no audio stream."""
-    decoded = _audio_frames(path, start, end)
-    if decoded is None:
+def _encoded_audio(path: Path, start: float, seconds: float, bitrate: int) -> bytes | None:
+    """The window's audio as 48 kHz stereo AAC in an in-memory MP4, exactly `seconds` long, or None when the
+    source has no audio stream."""
+    pcm = _window_audio(path, start, seconds)
+    if pcm is None:
         return None
-    rate, frames = decoded
     buffer = io.BytesIO()
     with av.open(buffer, mode="w", format="mp4") as container:
-        stream = container.add_stream("aac", rate=rate)
+        stream = container.add_stream("aac", rate=AUDIO_RATE)
         stream.layout = "stereo"
         stream.bit_rate = bitrate
-        for frame in [*frames, None]:
-            container.mux(stream.encode(frame))
+        for first in range(0, pcm.shape[1], 1024):
+            chunk = av.AudioFrame.from_ndarray(
+                np.ascontiguousarray(pcm[:, first : first + 1024]), format="fltp", layout="stereo"
+            )
+            chunk.sample_rate = AUDIO_RATE
+            chunk.pts = first
+            chunk.time_base = Fraction(1, AUDIO_RATE)
+            container.mux(stream.encode(chunk))
+        container.mux(stream.encode(None))
     return buffer.getvalue()
 
 
-def _audio_frames(path: Path, start: float, end: float) -> tuple[int, list[av.AudioFrame]] | None:
-    """The window's audio as stereo float planar frames with pts in samples from the window start."""
-    with av.open(str(path)) as container:
+# A jump in the source's audio timestamps larger than this is a gap (filled with silence) or an overlap (the
+# repeated part dropped); smaller ones are the resampler's own delay and rounding, and are ignored.
+_AUDIO_GAP_S = 0.05
+
+
+def _window_audio(path: Path, start: float, seconds: float) -> np.ndarray | None:
+    """[start, start + seconds) of the source's first audio stream as stereo float samples at AUDIO_RATE,
+    placed by the source's timestamps: silence where the audio starts late, ends early or has gaps; damaged
+    packets are skipped."""
+    with open_media(path) as container:
         if not container.streams.audio:
             return None
         stream = container.streams.audio[0]
-        rate = stream.codec_context.sample_rate or 48_000
-        resampler = av.AudioResampler(format="fltp", layout="stereo", rate=rate)
-        fifo = av.AudioFifo()
-        first_sample = round(start * rate)
-        last_sample = round(end * rate)
+        resampler = av.AudioResampler(format="fltp", layout="stereo", rate=AUDIO_RATE)
+        total = round(seconds * AUDIO_RATE)
+        first_sample = round(start * AUDIO_RATE)
+        pcm = np.zeros((2, total), np.float32)
         container.seek(int(max(0.0, start - 1.0) * av.time_base))
         position: int | None = None
-        for frame in container.decode(stream):
-            if frame.time is None:
+        for packet in container.demux(stream):
+            try:
+                decoded = packet.decode()
+            except av.error.InvalidDataError:
                 continue
-            for converted in resampler.resample(frame):
+            for frame in decoded:
+                if frame.time is not None:
+                    stamped = round(float(frame.time) * AUDIO_RATE)
+                    if position is None or abs(stamped - position) > _AUDIO_GAP_S * AUDIO_RATE:
+                        position = stamped
                 if position is None:
-                    position = round(float(frame.time) * rate)
-                first, position = position, position + converted.samples
-                trim_head = max(0, first_sample - first)
-                keep = min(converted.samples, last_sample - first) - trim_head
-                if keep <= 0:
                     continue
-                array = converted.to_ndarray()[:, trim_head : trim_head + keep].astype(np.float32, copy=False)
-                piece = av.AudioFrame.from_ndarray(
-                    np.ascontiguousarray(array), format="fltp", layout="stereo"
-                )
-                piece.sample_rate = rate
-                fifo.write(piece)
-            if frame.time > end:
+                for converted in resampler.resample(frame):
+                    samples = converted.to_ndarray()
+                    at = position - first_sample
+                    lo, hi = max(0, at), min(total, at + samples.shape[1])
+                    if hi > lo:
+                        pcm[:, lo:hi] = samples[:, lo - at : hi - at]
+                    position += samples.shape[1]
+            if position is not None and position - first_sample >= total:
                 break
-        frames: list[av.AudioFrame] = []
-        pts = 0
-        while fifo.samples:
-            chunk = fifo.read(min(1024, fifo.samples))
-            if chunk is None:
-                break
-            chunk.pts = pts
-            chunk.sample_rate = rate
-            chunk.time_base = Fraction(1, rate)
-            pts += chunk.samples
-            frames.append(chunk)
-        return rate, frames
+        return pcm
 
 
 # Frames a clip's encoder may fall behind the decoder by: bounds memory (decoded pictures are shared by all
@@ -291,22 +327,23 @@ class _ClipThread(threading.Thread):
 
     Each clip has its own thread, so one window's six encoders use every core that is free (PyAV encodes
     without the GIL): a worker whose render is the last work left on its node is not held to one core, and
-    each encoder keeps the configured codec thread count. Frames reach a clip in decode order through its queue.
+    each encoder keeps the configured codec thread count. Pictures reach a clip in tick order through its
+    queue, each with its output tick and that tick's source time.
     """
 
-    def __init__(self, writer: _ClipWriter, start: float) -> None:
+    def __init__(self, writer: _ClipWriter, rate: Fraction) -> None:
         super().__init__(name=f"clip-{writer.spec.aspect}", daemon=True)
         self.writer = writer
-        self.start_s = start
-        self.frames: queue.Queue[tuple[Planes, float] | str] = queue.Queue(maxsize=FRAME_QUEUE)
+        self.rate = rate
+        self.frames: queue.Queue[tuple[Planes, int, float] | str] = queue.Queue(maxsize=FRAME_QUEUE)
         self.error: Exception | None = None
 
     def run(self) -> None:
         spec = self.writer.spec
-        item: tuple[Planes, float] | str = ""
+        item: tuple[Planes, int, float] | str = ""
         try:
             while isinstance(item := self.frames.get(), tuple):
-                planes, t = item
+                planes, tick, t = item
                 rect = spec.crop_at(t)
                 spec.crops.append((t, rect))
                 region = planes.crop(rect)
@@ -315,7 +352,7 @@ class _ClipThread(threading.Thread):
                     if spec.padded
                     else region.resize(spec.width, spec.height)
                 )
-                self.writer.write_video(picture, t - self.start_s)
+                self.writer.write_video(picture, tick, self.rate)
             if item == _FINISH:
                 self.writer.close()
                 return
@@ -336,31 +373,45 @@ def render_window(
     specs: Sequence[OutputSpec],
     options: EncodeOptions,
 ) -> list[OutputSpec]:
-    """Decode [start, end) of the source once and write every spec's clip; returns the specs with the crops used."""
-    try:
-        audio = _encoded_audio(source_path, start, end, options.audio_bitrate)
-    except av.error.FFmpegError as exc:
-        log.warning("audio of %s unusable, clips will be silent: %s", source_path.name, exc)
-        audio = None
+    """Decode [start, end) of the source once and write every spec's clip; returns the specs with the crops used.
+
+    Each clip has a constant frame rate (output_rate) and as many frames as fill the window; every output tick
+    shows the source frame on screen at that instant. The audio covers the same span.
+    """
     error: Exception | None = None
     decoded = False
     with VideoSource(source_path, threads=options.threads) as source:
-        rate = Fraction(source.info.fps).limit_denominator(1001)
+        rate = output_rate(source.info.fps)
+        ticks = output_ticks(start, end, rate)
+        seconds = float(len(ticks) / rate)
+        try:
+            audio = _encoded_audio(source_path, start, seconds, options.audio_bitrate)
+        except (av.error.FFmpegError, ReelgenError) as exc:
+            log.warning("audio of %s unusable, clips will be silent: %s", source_path.name, exc)
+            audio = None
         clips: list[_ClipThread] = []
         try:
             for spec in specs:
-                clip = _ClipThread(_ClipWriter(spec, rate, options, audio), start)
+                clip = _ClipThread(_ClipWriter(spec, rate, options, audio), rate)
                 clip.start()
                 clips.append(clip)
-            for raw in source.raw_frames(start, end):
+        except (av.error.FFmpegError, ValueError, OSError) as exc:
+            error = _encode_error(exc, source_path, specs)
+        try:
+            tick = 0
+            for _, raw, count in source.held_frames(ticks) if error is None else ():
                 if any(clip.error for clip in clips):
                     break
-                item = (_planes(raw, source.info.rotation), float(raw.time))
-                for clip in clips:
-                    clip.frames.put(item)
-            decoded = True
+                if not count:
+                    continue
+                planes = _planes(source.to_yuv420(raw), source.info.rotation)
+                for _ in range(count):
+                    for clip in clips:
+                        clip.frames.put((planes, tick, ticks[tick]))
+                    tick += 1
+            decoded = error is None
         except (av.error.FFmpegError, ValueError) as exc:
-            error = exc
+            error = _decode_error(exc, source_path, specs, start)
         finally:
             # anything but a complete decode (an error, a time limit) abandons the clips instead of finishing them
             ending = _FINISH if decoded and not any(clip.error for clip in clips) else _ABANDON
@@ -368,22 +419,38 @@ def render_window(
                 clip.frames.put(ending)
             for clip in clips:
                 clip.join()
-    error = error or next((clip.error for clip in clips if clip.error), None)
-    if isinstance(error, (av.error.FFmpegError, ValueError)):
-        raise _render_error(error, source_path, specs) from error
+        if source.repairs:
+            log.info("%s: timestamps repaired while rendering: %s", source_path.name, dict(source.repairs))
     if error is not None:
-        raise error  # not the decoder's or an encoder's: a bug keeps its own type
+        raise error
+    failed = next((clip.error for clip in clips if clip.error), None)
+    if isinstance(failed, (av.error.FFmpegError, ValueError)):
+        raise _encode_error(failed, source_path, specs) from failed
+    if failed is not None:
+        raise failed  # not an encoder's: a bug keeps its own type
     for spec in specs:
         if spec.frames == 0:
             raise RenderError(f"{source_path.name}: no frames in [{start:.2f}, {end:.2f}) s")
     return list(specs)
 
 
-def _render_error(exc: Exception, source_path: Path, specs: Sequence[OutputSpec]) -> ReelgenError:
-    """The named error for a decoder or encoder failure."""
-    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+def _disk_full(exc: Exception, source_path: Path, specs: Sequence[OutputSpec]) -> DiskFull | None:
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
         folder = specs[0].path.parent if specs else source_path.parent
         return DiskFull(f"no space left in the work folder {folder} for the clips ({exc})")
-    if isinstance(exc, av.error.FFmpegError) and "decod" in str(exc).lower():
-        return UnreadableVideo(f"{source_path.name}: decoding the window failed ({exc})")
-    return RenderError(f"{source_path.name}: encoding failed ({exc})")
+    return None
+
+
+def _decode_error(
+    exc: Exception, source_path: Path, specs: Sequence[OutputSpec], start: float
+) -> ReelgenError:
+    """The named error for a failure on the decoding side (reading, converting the source's pictures)."""
+    full = _disk_full(exc, source_path, specs)
+    if full is not None:
+        return full
+    return UnreadableVideo(f"{source_path.name}: decoding the window from {start:.2f} s failed ({exc})")
+
+
+def _encode_error(exc: Exception, source_path: Path, specs: Sequence[OutputSpec]) -> ReelgenError:
+    """The named error for an encoder's or the clip file's failure."""
+    return _disk_full(exc, source_path, specs) or RenderError(f"{source_path.name}: encoding failed ({exc})")

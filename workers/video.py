@@ -1,20 +1,27 @@
-"""The one video-reading layer for sampling and rendering.
+"""The one video-reading layer for sampling, rendering, the report and `reelgen probe`.
 
-Both go through `VideoSource`, so they agree on time (presentation timestamps in seconds on the source's own
-timeline, never frame counting) and on orientation (the display-matrix rotation is applied to every frame), and a
-crop planned on sampled frames lands on the same pixels when rendered.
+Everything goes through `open_media` and `VideoSource`, so every stage agrees on:
+- what may be opened: real media containers only, through the `file` protocol (FFmpeg would otherwise sniff any
+  format, and some of them read other files named inside the source or render a text file as a picture);
+- time: presentation timestamps in seconds on the source's own timeline, in presentation order, repaired where
+  the file is wrong (decode-order, missing, repeated or backward timestamps; see `Timing`);
+- geometry: the display-matrix rotation and the sample aspect ratio are applied to every frame,
+so a crop planned on sampled frames lands on the same pixels when rendered.
 """
 
 from __future__ import annotations
 
 import bisect
+import enum
+import logging
 import math
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from types import TracebackType
-from typing import Literal
+from typing import Any, Literal
 
 import av
 import av.container
@@ -24,13 +31,55 @@ import numpy as np
 
 from reelgen.errors import UnreadableVideo, VideoLimitExceeded
 
+log = logging.getLogger(__name__)
+
 #: decoder output formats whose first plane is full-resolution 8-bit luma
 PLANAR_YUV = frozenset({"yuv420p", "yuvj420p", "yuv422p", "yuvj422p", "yuv444p", "yuvj444p"})
+
+#: the demuxers a source may be opened with: the containers sellers' cameras and editors write. Anything else
+#: FFmpeg can sniff is refused: playlists and scripts (hls, concat) open other files on the node, image2 reads
+#: file patterns, tty renders a text file as a picture.
+MEDIA_DEMUXERS = (
+    "mov", "mp4", "m4a", "3gp", "3g2", "mj2", "matroska", "webm", "avi", "mpegts", "flv", "mpeg", "asf", "ogg",
+)  # fmt: skip
+_OPEN_OPTIONS = {
+    "probesize": "5000000",
+    "format_whitelist": ",".join(MEDIA_DEMUXERS),
+    "protocol_whitelist": "file",
+}
+
+
+def open_media(path: Path) -> av.container.InputContainer:
+    """A source file opened for reading with the media demuxers only; UnreadableVideo otherwise."""
+    try:
+        container = av.open(str(path), mode="r", options=dict(_OPEN_OPTIONS))
+    except (av.error.FFmpegError, OSError, UnicodeDecodeError) as exc:
+        raise UnreadableVideo(
+            f"{path.name}: not a video file reelgen opens ({exc.strerror if isinstance(exc, OSError) else exc}); "
+            "accepted containers: MP4/MOV, MKV/WebM, AVI, MPEG-TS/PS, FLV, ASF/WMV, Ogg"
+        ) from exc
+    if not set(container.format.name.split(",")) & set(MEDIA_DEMUXERS):
+        container.close()
+        raise UnreadableVideo(f"{path.name}: {container.format.name} is not a video container")
+    return container
+
+
+class Timing(enum.StrEnum):
+    """Which timestamp of a decoded frame is its presentation time.
+
+    Decoders hand frames over in presentation order. Most files carry presentation timestamps (PTS). Some
+    writers store decode-order times as the pts (B-frames muxed into AVI, remuxers that copy dts into pts): their
+    frames' pts then jump back and forth, and the packet's decode timestamp that the decoder passes along with
+    each output frame (DTS) is the monotonic one, as FFmpeg's best-effort timestamp chooses.
+    """
+
+    PTS = "pts"
+    DTS = "dts"
 
 
 @dataclass(frozen=True)
 class VideoInfo:
-    """Facts about a source video; width and height are as displayed (rotation applied)."""
+    """Facts about a source video; width and height are as displayed (rotation and pixel aspect applied)."""
 
     width: int
     height: int
@@ -40,6 +89,7 @@ class VideoInfo:
     rotation: int
     codec: str
     start_s: float
+    timing: Timing = Timing.PTS
 
     def as_manifest(self, uri: str) -> dict[str, object]:
         return {
@@ -71,7 +121,19 @@ def quarter_turns(rotation: float) -> int:
 # the frame on screen at that target lies within the margin unless frames are that far apart.
 PREROLL_MARGIN_S = 1.0
 
+# Packets in a row that fail to decode before the file counts as damaged beyond use: a few bad packets are
+# concealed or skipped (their frames are held over), a long run means nothing after it decodes.
+MAX_BAD_PACKETS = 24
+
+# libavcodec's AV_CODEC_PROP_REORDER: the codec may output frames in another order than it takes packets
+_CODEC_PROP_REORDER = 1 << 3
+
 SkipFrame = Literal["NONE", "DEFAULT", "NONREF", "BIDIR", "NONINTRA", "NONKEY", "ALL"]
+
+# Timestamp repairs, as counted in VideoSource.repairs and printed by `reelgen probe`.
+REPAIR_MISSING = "missing timestamp: previous + one frame"
+REPAIR_BACKWARD = "repeated or backward timestamp: moved after the previous frame"
+REPAIR_DAMAGED = "damaged packet skipped"
 
 
 def _nearest(sorted_times: Sequence[float], t: float) -> tuple[float, float]:
@@ -82,29 +144,47 @@ def _nearest(sorted_times: Sequence[float], t: float) -> tuple[float, float]:
     return best, abs(best - t)
 
 
+def _display_size(frame: av.VideoFrame, sar: Fraction | None) -> tuple[int, int]:
+    """The (width, height) a frame shows at before rotation: its width stretched by the sample aspect ratio."""
+    if not sar or sar == 1:
+        return frame.width, frame.height
+    return max(2, round(frame.width * sar / 2) * 2), frame.height
+
+
+def _sample_aspect(stream: av.video.stream.VideoStream) -> Fraction | None:
+    sar = stream.sample_aspect_ratio or stream.codec_context.sample_aspect_ratio
+    if not sar or sar <= 0 or not Fraction(1, 16) <= sar <= 16:
+        return None  # unset, or too odd to be meant
+    return Fraction(sar)
+
+
+def _range_options(frame: av.VideoFrame) -> dict[str, Any]:
+    """swscale takes a frame's colour range as unspecified (limited) unless told: full-range pictures that are
+    not in a yuvj format (H.264 with the full-range flag, most phone videos) would come out washed out."""
+    if frame.color_range == 2 and not frame.format.name.startswith("yuvj"):
+        return {"src_color_range": "JPEG"}
+    return {}
+
+
 class VideoSource:
     """An open video file. Use as a context manager; not shared between processes."""
 
     def __init__(self, path: Path, *, threads: int = 1) -> None:
         self.path = path
+        self._container = open_media(path)
         try:
-            self._container = av.open(str(path), mode="r", options={"probesize": "5000000"})
-        except (av.error.FFmpegError, OSError, UnicodeDecodeError) as exc:
-            raise UnreadableVideo(f"{path.name}: not a readable media file ({exc})") from exc
-        if not self._container.streams.video:
+            if not self._container.streams.video:
+                raise UnreadableVideo(f"{path.name}: has no video stream")
+            self._stream = self._container.streams.video[0]
+            self._stream.thread_type = "AUTO"
+            self._stream.codec_context.thread_count = threads
+            self._keyframes: list[float] | None = None
+            #: timestamp repairs and skipped packets met so far, by kind (see REPAIR_*)
+            self.repairs: Counter[str] = Counter()
+            self.info = self._probe()
+        except BaseException:
             self._container.close()
-            raise UnreadableVideo(f"{path.name}: has no video stream")
-        if self._container.format.name == "image2" or self._container.format.name.endswith("_pipe"):
-            # FFmpeg opens a picture as a one-frame "video" that cannot be seeked or sampled
-            self._container.close()
-            raise UnreadableVideo(
-                f"{path.name}: is a still image ({self._container.format.name}), not a video"
-            )
-        self._stream = self._container.streams.video[0]
-        self._stream.thread_type = "AUTO"
-        self._stream.codec_context.thread_count = threads
-        self._keyframes: list[float] | None = None
-        self.info = self._probe()
+            raise
 
     def __enter__(self) -> VideoSource:
         return self
@@ -119,10 +199,13 @@ class VideoSource:
 
     def _probe(self) -> VideoInfo:
         stream = self._stream
+        self._sar = _sample_aspect(stream)
+        self._timing = self._timing_of_stream()
         first = self._first_frame()
         rotation = round(first.rotation or 0)
-        coded_w, coded_h = first.width, first.height
-        width, height = (coded_h, coded_w) if quarter_turns(rotation) % 2 else (coded_w, coded_h)
+        shown_w, shown_h = _display_size(first, self._sar)
+        self._shown_size = (shown_w, shown_h)
+        width, height = (shown_h, shown_w) if quarter_turns(rotation) % 2 else (shown_w, shown_h)
         rate = stream.average_rate or stream.guessed_rate or stream.base_rate
         fps = float(rate) if rate else 0.0
         time_base = stream.time_base
@@ -130,11 +213,12 @@ class VideoSource:
         if stream.duration is not None and time_base is not None:
             duration = float(stream.duration * time_base)
         elif self._container.duration is not None:
-            duration = self._container.duration / av.time_base
+            duration = self._container.duration / av.time_base - max(0.0, start_s)
         else:
             duration = 0.0
         if not (fps > 0 and math.isfinite(fps)) or duration <= 0:
             raise UnreadableVideo(f"{self.path.name}: no usable frame rate or duration in the container")
+        self._step = 1.0 / fps
         self._seek(start_s)
         return VideoInfo(
             width=width,
@@ -145,7 +229,49 @@ class VideoSource:
             rotation=rotation,
             codec=stream.codec_context.name,
             start_s=start_s,
+            timing=self._timing,
         )
+
+    def _timing_of_stream(self) -> Timing:
+        """PTS unless this file's pts are in decode order (see Timing).
+
+        Only codecs that reorder frames can have the fault, and only when the packets' pts rise in decode
+        order (a correct B-frame stream's pts do not); then the first frames are decoded to see whether their
+        pts go backwards in presentation order. Correct files with B-frames decode nothing here.
+        """
+        stream = self._stream
+        if not stream.codec_context.codec.properties & _CODEC_PROP_REORDER:
+            return Timing.PTS
+        last: int | None = None
+        try:
+            for count, packet in enumerate(self._container.demux(stream)):
+                if count == 48:
+                    break
+                if packet.pts is None:
+                    continue
+                if last is not None and packet.pts < last:
+                    return Timing.PTS  # reordered pts: written in presentation order, as they should be
+                last = packet.pts
+            self._seek_start()
+            faulty_pts = faulty_dts = 0
+            last_pts = last_dts = None
+            for count, packet in enumerate(self._container.demux(stream)):
+                if count == 24:
+                    break
+                for frame in packet.decode():
+                    if frame.pts is not None and last_pts is not None and frame.pts <= last_pts:
+                        faulty_pts += 1
+                    if frame.dts is not None and last_dts is not None and frame.dts <= last_dts:
+                        faulty_dts += 1
+                    last_pts, last_dts = frame.pts if frame.pts is not None else last_pts, frame.dts
+        except av.error.FFmpegError as exc:
+            raise UnreadableVideo(f"{self.path.name}: the video stream does not decode ({exc})") from exc
+        finally:
+            self._seek_start()
+        return Timing.DTS if faulty_pts > faulty_dts else Timing.PTS
+
+    def _seek_start(self) -> None:
+        self._container.seek(0, stream=self._stream, backward=True, any_frame=False)
 
     def _first_frame(self) -> av.VideoFrame:
         try:
@@ -172,31 +298,99 @@ class VideoSource:
         assert tb is not None
         self._container.seek(max(0, int(t / tb)), stream=self._stream, backward=True, any_frame=False)
 
-    def _decoded(self, start: float, skip_nonref_before: float | None = None) -> Iterator[av.VideoFrame]:
-        """Decoded frames, in presentation order, from the keyframe at or before `start` on.
+    @property
+    def can_skip(self) -> bool:
+        """Whether decoding may skip frames: with DTS timing a frame's time comes from the packets fed around
+        it, so leaving frames out would move the others' times."""
+        return self._timing is Timing.PTS
+
+    def _decoded(
+        self, start: float, skip_nonref_before: float | None = None
+    ) -> Iterator[tuple[float, av.VideoFrame]]:
+        """(time, frame) in presentation order, from the keyframe at or before `start` on; times strictly rise.
 
         With `skip_nonref_before`, non-reference frames shown before that time are not decoded: no other frame
         refers to them, so every frame after decodes to the same pixels. The pre-roll between the keyframe and
         a window's start is up to a whole GOP (10 s with libx264's defaults), and its B-frames are a third or
         more of it. A skip mode the caller set (keyframes only, no non-reference frames) stays in force.
+        A packet that does not decode is skipped (its frame is held over by whoever shows frames); a long run
+        of them, or a container that stops demuxing, is UnreadableVideo naming the time.
         """
         self._seek(start)
         context = self._stream.codec_context
-        limit = skip_nonref_before if context.skip_frame == "DEFAULT" else None
+        limit = skip_nonref_before if context.skip_frame == "DEFAULT" and self.can_skip else None
         tb = self.time_base
+        use_dts = self._timing is Timing.DTS
+        previous: float | None = None
+        bad = 0
         try:
             for packet in self._container.demux(self._stream):
                 if limit is not None:
                     early = packet.pts is not None and float(packet.pts * tb) < limit
                     context.skip_frame = "NONREF" if early else "DEFAULT"
-                for frame in packet.decode():
-                    if frame.pts is not None:
-                        yield frame
+                try:
+                    frames = packet.decode()
+                except av.error.InvalidDataError:
+                    bad += 1
+                    self.repairs[REPAIR_DAMAGED] += 1
+                    where = previous if previous is not None else start
+                    if bad > MAX_BAD_PACKETS:
+                        raise UnreadableVideo(
+                            f"{self.path.name}: damaged at t≈{where:.2f} s ({bad} packets in a row do not decode)"
+                        ) from None
+                    log.warning("%s: a damaged packet near %.2f s skipped", self.path.name, where)
+                    continue
+                bad = 0
+                for frame in frames:
+                    stamp = frame.dts if use_dts else frame.pts
+                    if stamp is None:
+                        if previous is None:
+                            continue  # nothing to count from yet
+                        self.repairs[REPAIR_MISSING] += 1
+                        t = previous + self._step
+                    else:
+                        t = float(stamp * tb)
+                        if previous is not None and t <= previous:
+                            self.repairs[REPAIR_BACKWARD] += 1
+                            t = previous + self._step
+                    previous = t
+                    yield t, frame
         except av.error.FFmpegError as exc:
-            raise UnreadableVideo(f"{self.path.name}: decoding failed near {start:.2f} s ({exc})") from exc
+            where = previous if previous is not None else start
+            raise UnreadableVideo(
+                f"{self.path.name}: damaged at t≈{where:.2f} s, decoding stopped ({exc})"
+            ) from exc
         finally:
             if limit is not None:
                 context.skip_frame = "DEFAULT"
+
+    def _on_screen(
+        self, targets: Sequence[float], skip_nonref_before: float | None
+    ) -> Iterator[tuple[float, av.VideoFrame, int]]:
+        """(time, frame, n): each decoded frame from the one on screen at the first target on, with how many of
+        the ascending targets it is the frame on screen for (0 for frames shown only between targets).
+
+        A frame is on screen from its time until the next frame's, so a target takes the last frame at or before
+        it (a target before the first decodable frame takes that frame): this holds frames over gaps and
+        "no change" entries and drops frames between targets, for variable frame rates too.
+        """
+        index = 0
+        held: tuple[float, av.VideoFrame] | None = None
+        for t, frame in self._decoded(targets[0], skip_nonref_before):
+            if held is not None:
+                # the held frame is on screen for every target before this frame's time
+                count = 0
+                while index < len(targets) and t > targets[index] + 1e-6:
+                    count += 1
+                    index += 1
+                if index > 0:  # pre-roll frames before the first target's are not wanted
+                    yield held[0], held[1], count
+                if index == len(targets):
+                    return
+            held = (t, frame)
+        if held is None:
+            raise UnreadableVideo(f"{self.path.name}: no frame decodes at or after {targets[0]:.2f} s")
+        yield held[0], held[1], len(targets) - index
 
     def _to_rgb(self, frame: av.VideoFrame, width: int | None = None) -> np.ndarray:
         """RGB in display orientation; with `width`, scaled (in the same conversion) to that display width."""
@@ -214,9 +408,27 @@ class VideoSource:
 
     def _convert(self, frame: av.VideoFrame, pixel_format: str, width: int | None) -> np.ndarray:
         if width is None or width >= self.info.width:
-            return self._upright(frame.to_ndarray(format=pixel_format))
+            shown_w, shown_h = _display_size(frame, self._sar)
+            ranged = _range_options(frame)
+            if (shown_w, shown_h) == (frame.width, frame.height) and not ranged:
+                return self._upright(frame.to_ndarray(format=pixel_format))
+            converted = frame.reformat(width=shown_w, height=shown_h, format=pixel_format, **ranged)
+            return self._upright(converted.to_ndarray())
         coded_w, coded_h = self._coded_size(width)
-        return self._upright(frame.reformat(width=coded_w, height=coded_h, format=pixel_format).to_ndarray())
+        converted = frame.reformat(
+            width=coded_w, height=coded_h, format=pixel_format, **_range_options(frame)
+        )
+        return self._upright(converted.to_ndarray())
+
+    def to_yuv420(self, frame: av.VideoFrame) -> av.VideoFrame:
+        """The frame as limited-range yuv420p at its shown size (pixel aspect applied, even sides), not rotated:
+        what the render crops from."""
+        shown_w, shown_h = _display_size(frame, self._sar)
+        width, height = shown_w - shown_w % 2, shown_h - shown_h % 2
+        ranged = _range_options(frame)
+        if frame.format.name == "yuv420p" and (width, height) == (frame.width, frame.height) and not ranged:
+            return frame
+        return frame.reformat(width=width, height=height, format="yuv420p", dst_color_range="MPEG", **ranged)
 
     def _coded_size(self, display_width: int) -> tuple[int, int]:
         """The coded (width, height) that shows as `display_width` wide once rotated upright."""
@@ -246,11 +458,14 @@ class VideoSource:
 
         Keyframes only when every target has a keyframe that close (short keyframe intervals); otherwise
         decoding skips non-reference frames, falling back to every frame if that leaves a gap wider than
-        `period`. A sample's `t` is the time of the frame actually taken.
+        `period`. A sample's `t` is the time of the frame actually taken. Files whose times need every frame
+        (see can_skip) are decoded whole.
         """
         if not times:
             return []
         targets = sorted(times)
+        if not self.can_skip:
+            return self.sample(targets, width)
         keys = self.keyframe_times()
         if keys and all(_nearest(keys, t)[1] <= period + 1e-6 for t in targets):
             return self._sample_keyframes(targets, width)
@@ -265,8 +480,7 @@ class VideoSource:
         decoded: dict[float, np.ndarray] = {}
         self._stream.codec_context.skip_frame = "NONKEY"
         try:
-            for frame in self._decoded(wanted[0]):
-                t = float(frame.time)
+            for t, frame in self._decoded(wanted[0]):
                 if t > wanted[-1] + 1e-6:
                     break
                 if any(abs(t - k) < 1e-6 for k in wanted):
@@ -285,19 +499,38 @@ class VideoSource:
         finally:
             self._stream.codec_context.skip_frame = "DEFAULT"
 
-    def raw_frames(self, start: float, end: float) -> Iterator[av.VideoFrame]:
-        """Every decoded frame whose presentation time lies in [start, end), not yet converted or rotated."""
-        for frame in self._decoded(start, skip_nonref_before=start):
-            t = float(frame.time)
+    def frames(self, start: float, end: float, width: int | None = None) -> Iterator[Frame]:
+        """Every frame whose presentation time lies in [start, end), as RGB in display orientation."""
+        for t, frame in self._decoded(start, skip_nonref_before=start):
             if t >= end:
                 return
             if t >= start:
-                yield frame
+                yield Frame(t, self._to_rgb(frame, width))
 
-    def frames(self, start: float, end: float, width: int | None = None) -> Iterator[Frame]:
-        """Every frame whose presentation time lies in [start, end), as RGB in display orientation."""
-        for frame in self.raw_frames(start, end):
-            yield Frame(float(frame.time), self._to_rgb(frame, width))
+    def held_frames(self, ticks: Sequence[float]) -> Iterator[tuple[float, av.VideoFrame, int]]:
+        """For ascending output ticks, every source frame on screen at one or more of them: (time, frame, n),
+        n the number of consecutive ticks it fills (0 for frames that fall between ticks and are dropped).
+
+        Non-reference frames of the pre-roll are skipped as in sampling; should the frame on screen at the
+        first tick be older than that margin (so possibly skipped), decoding starts again without skipping.
+        """
+        if not ticks:
+            return
+        skip_before = self._skip_before(ticks[0])
+        walk = self._on_screen(ticks, skip_before)
+        first = next(walk)
+        if skip_before is not None and not skip_before <= first[0]:
+            walk = self._on_screen(ticks, None)
+            first = next(walk)
+        yield first
+        yield from walk
+
+    def _skip_before(self, first_target: float) -> float | None:
+        """Where skipping non-reference frames may end for a pass whose first target is first_target: none
+        when the caller's own skip mode is in force, the timing forbids it, or nothing is shown that early."""
+        margin_start = first_target - PREROLL_MARGIN_S
+        default = self._stream.codec_context.skip_frame == "DEFAULT"
+        return margin_start if default and self.can_skip and margin_start > self.info.start_s else None
 
     def sample(self, times: Sequence[float], width: int | None = None) -> list[Frame]:
         """For each target time (ascending), the frame on screen at that time.
@@ -315,10 +548,7 @@ class VideoSource:
         if not times:
             return [], []
         targets = sorted(times)
-        margin_start = targets[0] - PREROLL_MARGIN_S
-        # nothing to skip when the caller's own skip mode is in force or nothing is shown that early
-        skippable = self._stream.codec_context.skip_frame == "DEFAULT" and margin_start > self.info.start_s
-        skip_before = margin_start if skippable else None
+        skip_before = self._skip_before(targets[0])
         chosen, grays = self._sample_with_gray(targets, width, gray_width, skip_before)
         if skip_before is not None and not skip_before <= chosen[0].t <= targets[0]:
             # the frame on screen at the first target is older than the margin, so it may be a skipped one
@@ -334,29 +564,12 @@ class VideoSource:
     ) -> tuple[list[Frame], list[tuple[float, np.ndarray]]]:
         chosen: list[Frame] = []
         grays: list[tuple[float, np.ndarray]] = []
-        previous: av.VideoFrame | None = None
-        index = 0
-        for frame in self._decoded(targets[0], skip_nonref_before):
-            t = float(frame.time)
-            while index < len(targets) and t > targets[index] + 1e-6:
-                # a target before the first decodable frame takes that first frame
-                on_screen = previous if previous is not None else frame
-                chosen.append(Frame(float(on_screen.time), self._to_rgb(on_screen, width)))
-                if gray_width is not None and not grays:
-                    grays.append((float(on_screen.time), self._to_gray(on_screen, gray_width)))
-                index += 1
-            if index == len(targets):
-                break
-            if gray_width is not None and grays and t > grays[-1][0]:
+        for t, frame, count in self._on_screen(targets, skip_nonref_before):
+            if gray_width is not None:
                 grays.append((t, self._to_gray(frame, gray_width)))
-            previous = frame
-        if gray_width is not None and not grays and previous is not None:
-            grays.append((float(previous.time), self._to_gray(previous, gray_width)))
-        while index < len(targets) and previous is not None:
-            chosen.append(Frame(float(previous.time), self._to_rgb(previous, width)))
-            index += 1
-        if len(chosen) < len(targets):
-            raise UnreadableVideo(f"{self.path.name}: no frame decodes at or after {targets[0]:.2f} s")
+            if count:
+                picture = Frame(t, self._to_rgb(frame, width))
+                chosen.extend([picture] * count)
         return chosen, grays
 
     @property

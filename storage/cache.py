@@ -1,10 +1,14 @@
 """A node-local download cache shared by every worker process on one node.
 
 Layout under root:
-    data/<sha256(key)><ext>        a complete entry (ext kept from the URI for tools that sniff names)
-    data/<sha256(key)><ext>.part   an entry being downloaded (or left by a process that died mid-download)
-    locks/<sha256(key)><ext>.lock  the entry's flock file, apart from data so a rename never swaps its inode
+    data/<sha256(key)>             a complete entry
+    data/<sha256(key)>.part        an entry being downloaded (or left by a process that died mid-download)
+    locks/<sha256(key)>.lock       the entry's flock file, apart from data so a rename never swaps its inode
     evict.lock                     one eviction pass at a time
+
+An entry's name carries no extension from its URI: a name is something a decoder may go by (a source URI
+ending in .m3u8 would have made a cached "video" a playlist to FFmpeg), and the URI is the seller's choice.
+Entries named with one by earlier versions are never hit again; eviction removes them like any other.
 
 Pinning, the chosen design: `open(key, fetch)` is a context manager that holds a SHARED flock on the entry's
 lock file while the caller uses the path. Filling an entry takes the EXCLUSIVE lock, so concurrent callers for
@@ -23,23 +27,18 @@ import contextlib
 import fcntl
 import hashlib
 import os
-import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
-from urllib.parse import urlparse
+from pathlib import Path
 
 from reelgen.errors import ConfigError
 
 _PART = ".part"
-_SAFE_SUFFIX = re.compile(r"^\.[A-Za-z0-9]{1,8}$")
 
 
 def entry_name(key: str) -> str:
-    """The file name of key's entry: a hash (keys are URIs of any length and alphabet), a safe extension."""
-    digest = hashlib.sha256(key.encode()).hexdigest()
-    suffix = PurePosixPath(urlparse(key).path).suffix
-    return digest + suffix.lower() if _SAFE_SUFFIX.match(suffix) else digest
+    """The file name of key's entry: its hash alone (keys are URIs of any length and alphabet)."""
+    return hashlib.sha256(key.encode()).hexdigest()
 
 
 @dataclass(frozen=True)

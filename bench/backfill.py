@@ -112,6 +112,10 @@ def settings_for(work: Path, redis_url: str, **extra: Any) -> Settings:
         max_in_flight_total=256,
         dispatch_page=1000,
         dispatch_poll_s=0.01,
+        # the catalog's sources are local files that do not exist (each probe fails at once): a backfill reads
+        # local sources only where the operator allows them, and each one then costs the dispatcher a realpath
+        allow_local_sources=True,
+        local_source_roots="/nonexistent",
         **extra,
     )
 

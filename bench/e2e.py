@@ -37,6 +37,7 @@ from gpu_service.local import LocalInference
 from gpu_service.scheduler import PriorityKey
 from gpu_service.usage import DaemonUsage
 from jobs.catalog import CatalogEntry, read_catalog
+from jobs.ledger import JobKind
 from jobs.runner import run_catalog
 from jobs.sample_catalog import write_sample_catalog
 from monitoring.machine import machine_lines
@@ -77,7 +78,8 @@ def repeated_catalog(base: Path, items: int) -> Path:
 
 
 def entries_of(catalog: Path) -> list[CatalogEntry]:
-    return [entry for _, entry in read_catalog(catalog) if isinstance(entry, CatalogEntry)]
+    records = read_catalog(catalog, load_settings().source_policy(JobKind.RUN.value))
+    return [entry for _, entry in records if isinstance(entry, CatalogEntry)]
 
 
 def encode_options(config: OutputConfig) -> EncodeOptions:

@@ -10,9 +10,11 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 from reelgen.errors import BadCatalogLine, BadItemId, CatalogError, ReelgenError
-from storage.uri import Scheme, parse_uri
+from reelgen.settings import SourcePolicy
+from storage.sources import SourceGuard
 
 ITEM_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 REQUIRED = ("item_id", "video", "image", "title")
@@ -52,13 +54,9 @@ class BadLine:
     error: ReelgenError
 
 
-def _resolve(uri: str, base_dir: Path | None) -> str:
-    parsed = parse_uri(uri, base_dir)
-    return parsed.path if parsed.scheme is Scheme.FILE else parsed.raw
-
-
-def parse_line(fields: dict[str, Any], base_dir: Path | None) -> CatalogEntry:
-    """A validated entry; relative paths resolve against the catalog's folder."""
+def parse_line(fields: dict[str, Any], sources: SourceGuard) -> CatalogEntry:
+    """A validated entry whose sources passed the job's source policy (relative paths resolve against the
+    catalog's folder)."""
     missing = [name for name in REQUIRED if not isinstance(fields.get(name), str) or not fields[name].strip()]
     item_id = check_item_id(fields.get("item_id")) if "item_id" not in missing else None
     if missing:
@@ -67,8 +65,8 @@ def parse_line(fields: dict[str, Any], base_dir: Path | None) -> CatalogEntry:
     version = fields.get("version") or fields.get("updated_at") or ""
     return CatalogEntry(
         item_id=item_id,
-        video=_resolve(fields["video"], base_dir),
-        image=_resolve(fields["image"], base_dir),
+        video=sources.vet(fields["video"]),
+        image=sources.vet(fields["image"]),
         title=fields["title"],
         description=str(fields.get("description") or ""),
         version=str(version),
@@ -107,12 +105,18 @@ def _records(handle: io.TextIOBase, is_csv: bool) -> Iterator[tuple[int, dict[st
         yield line_no, value, None
 
 
-def read_catalog(path: Path) -> Iterator[tuple[int, CatalogEntry | BadLine]]:
-    """Stream (line number, entry or bad line) from a local JSONL or CSV catalog, never loading it whole."""
+def read_catalog(
+    path: Path, policy: SourcePolicy, *, source: str | None = None
+) -> Iterator[tuple[int, CatalogEntry | BadLine]]:
+    """Stream (line number, entry or bad line) from a local JSONL or CSV catalog, never loading it whole.
+
+    `source` is the URI of a catalog that was downloaded to `path`: its name tells CSV from JSONL (the copy's
+    does not), and it has no folder on this node, so its local sources must lie in the policy's roots.
+    """
     if not path.is_file():
         raise CatalogError(f"catalog {path} does not exist or is not a file")
-    base_dir = path.parent.resolve()
-    is_csv = path.suffix.lower() == ".csv"
+    guard = SourceGuard(policy, path.parent.resolve() if source is None else None)
+    is_csv = (path.name if source is None else urlparse(source).path).lower().endswith(".csv")
     with open(path, encoding="utf-8", errors="replace", newline="" if is_csv else None) as handle:
         for line_no, fields, problem in _records(handle, is_csv):
             key = _line_key(line_no, fields)
@@ -120,6 +124,6 @@ def read_catalog(path: Path) -> Iterator[tuple[int, CatalogEntry | BadLine]]:
                 yield line_no, BadLine(line_no, key, BadCatalogLine(f"line {line_no}: {problem}"))
                 continue
             try:
-                yield line_no, parse_line(fields, base_dir)
+                yield line_no, parse_line(fields, guard)
             except ReelgenError as exc:
                 yield line_no, BadLine(line_no, key, type(exc)(f"line {line_no}: {exc}"))

@@ -15,6 +15,7 @@ from pathlib import Path
 from gpu_service.local import LocalInference
 from gpu_service.scheduler import PriorityKey
 from jobs.catalog import CatalogEntry, read_catalog
+from jobs.ledger import JobKind
 from jobs.sample_catalog import load_truth
 from reelgen.settings import Settings
 from storage.fetch import Fetcher
@@ -46,7 +47,8 @@ def evaluate(settings: Settings, catalog: Path) -> Iterator[HighlightResult]:
     config = settings.output_config()
     fetcher = Fetcher(settings)
     model = LocalInference(weights=settings.daemon.weights)
-    for _, entry in read_catalog(catalog):
+    # an evaluation catalog is the operator's own, read as `reelgen run` reads one
+    for _, entry in read_catalog(catalog, settings.source_policy(JobKind.RUN.value)):
         if not isinstance(entry, CatalogEntry):
             continue
         truth = load_truth(catalog.parent, entry.item_id)

@@ -18,7 +18,6 @@ from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import StrEnum
-from pathlib import Path
 from typing import Any
 
 from celery import Celery
@@ -28,6 +27,7 @@ from jobs.celery_app import PRIORITY_PREPARE, QUEUE
 from jobs.fingerprints import FingerprintSet, fingerprint
 from jobs.ledger import JobKind, JobRecord, Ledger
 from jobs.results_index import DoneCheck, IndexWriter, report_gone
+from jobs.submit import source_policy
 from reelgen.errors import DuplicateItemId
 from reelgen.settings import Settings
 from storage.store import ObjectStore
@@ -90,8 +90,10 @@ def publish(celery: Celery, job: JobRecord, items: list[tuple[str, int]]) -> Non
 class CatalogSource:
     """A catalog's records after the cursor; records up to it are replayed only into `seen`."""
 
-    def __init__(self, catalog: Path, cursor: int, feed: JobFeed) -> None:
-        self._records = read_catalog(catalog)
+    def __init__(
+        self, records: Iterator[tuple[int, CatalogEntry | BadLine]], cursor: int, feed: JobFeed
+    ) -> None:
+        self._records = records
         self._feed = feed
         self._cursor = cursor
 
@@ -158,16 +160,18 @@ class JobFeed:
             self.parent = parent
         else:
             self.done_check = DoneCheck(store, job.config_hash, job.reprocess)
-            self.source = CatalogSource(self._local_catalog(job.catalog), job.cursor, self)
+            self.source = CatalogSource(self._read_catalog(job.catalog), job.cursor, self)
 
-    def _local_catalog(self, catalog: str) -> Path:
+    def _read_catalog(self, catalog: str) -> Iterator[tuple[int, CatalogEntry | BadLine]]:
+        policy = source_policy(self.job, self.settings)
         uri = parse_uri(catalog)
         if uri.scheme is Scheme.FILE:
-            return uri.local_path
+            return read_catalog(uri.local_path, policy)
         # a remote catalog is downloaded once into the node cache and pinned for as long as the feed reads it
         from storage.fetch import Fetcher
 
-        return self._stack.enter_context(Fetcher(self.settings).local_path(catalog))
+        copy = self._stack.enter_context(Fetcher(self.settings).local_path(catalog))
+        return read_catalog(copy, policy, source=catalog)
 
     def classify(self, line_no: int, record: CatalogEntry | BadLine) -> Step | CatalogEntry:
         """Duplicate and bad-line handling; updates `seen` (also while replaying lines before the cursor)."""

@@ -10,9 +10,12 @@ from pathlib import Path
 
 from jobs.ledger import JobKind, JobRecord, Ledger, Reprocess
 from reelgen.errors import CatalogError, ConfigError
-from reelgen.settings import Settings
+from reelgen.settings import Settings, SourcePolicy
 from storage.store import open_store
 from storage.uri import Scheme, parse_uri
+
+#: the job record's field holding its SourcePolicy (JSON)
+SOURCES_FIELD = "sources"
 
 
 def count_lines(catalog: Path) -> int:
@@ -37,6 +40,13 @@ def catalog_ref(catalog: str) -> tuple[str, int | None]:
     if not path.is_file():
         raise CatalogError(f"catalog {path} does not exist or is not a file")
     return str(path), count_lines(path)
+
+
+def source_policy(job: JobRecord, settings: Settings) -> SourcePolicy:
+    """The source policy a catalog job was registered with; a job registered before jobs kept one gets its
+    kind's policy under the current settings."""
+    kept = job.extra.get(SOURCES_FIELD)
+    return SourcePolicy.model_validate_json(kept) if kept else settings.source_policy(job.kind.value)
 
 
 def submit_catalog_job(
@@ -64,7 +74,7 @@ def submit_catalog_job(
         reprocess=reprocess,
         max_in_flight=max_in_flight or settings.max_in_flight,
         total=total,
-        extra=extra,
+        extra={**(extra or {}), SOURCES_FIELD: settings.source_policy(kind.value).model_dump_json()},
         job_id=job_id,
     )
 
@@ -131,7 +141,8 @@ def plan_catalog(settings: Settings, catalog: str, reprocess: Reprocess, page: i
             counts["skip" if done else "process"] += 1
         batch.clear()
 
-    for _line_no, record in read_catalog(Path(ref)):
+    # the dry run of `reelgen backfill`: lines its policy refuses count as bad
+    for _line_no, record in read_catalog(Path(ref), settings.source_policy(JobKind.BACKFILL.value)):
         if isinstance(record, BadLine) or fingerprint(record.item_id) in seen:
             counts["bad"] += 1
             continue

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -22,6 +23,8 @@ from reelgen import PIPELINE_VERSION
 from reelgen.errors import ConfigError
 
 DEFAULT_ASPECTS = ("1:1", "2:3", "3:4", "4:5", "9:16", "16:9")
+# S3's naming rule, loosened to legacy names (capitals, underscores): it is there to catch a URI given for a name
+BUCKET_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{1,254}$")
 
 
 def parse_aspect(text: str) -> tuple[int, int]:
@@ -59,6 +62,20 @@ class OutputConfig(BaseModel):
         hashed = self.model_dump(exclude={"out"})
         hashed["pipeline"] = PIPELINE_VERSION
         return hashlib.sha256(json.dumps(hashed, sort_keys=True).encode()).hexdigest()[:16]
+
+
+class SourcePolicy(BaseModel):
+    """Which sources a job's catalog may name: fixed when the job is submitted and kept with it, so whichever
+    dispatcher reads the catalog applies the rule its submitter chose (storage/sources.py applies it)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    #: whether local paths and file:// URIs may be read at all
+    allow_local: bool
+    #: folders, besides the catalog's own, that local sources may lie in
+    local_roots: tuple[Path, ...] = ()
+    #: the buckets s3:// sources may come from; empty: any
+    buckets: tuple[str, ...] = ()
 
 
 class Settings(BaseSettings):
@@ -110,6 +127,17 @@ class Settings(BaseSettings):
     max_pixels: int = Field(default=3840 * 2160, gt=0)
     allow_private_http: bool = False
     http_timeout_s: float = Field(default=30.0, gt=0)
+    allow_local_sources: bool | None = Field(
+        default=None,
+        description="catalogs may name local files; unset: only `reelgen run` jobs' catalogs may",
+    )
+    local_source_roots: Annotated[tuple[Path, ...], NoDecode] = Field(
+        default=(),
+        description="folders besides the catalog's own that local sources may lie in (comma-separated)",
+    )
+    source_buckets: Annotated[tuple[str, ...], NoDecode] = Field(
+        default=(), description="buckets s3:// sources may come from (comma-separated); empty: any"
+    )
 
     # --- orchestration
     max_in_flight: int = Field(default=64, ge=1)
@@ -150,11 +178,11 @@ class Settings(BaseSettings):
     worker_heartbeat_file: Path | None = None
     worker_heartbeat_s: float = Field(default=10.0, gt=0)
 
-    @field_validator("aspects", mode="before")
+    @field_validator("aspects", "local_source_roots", "source_buckets", mode="before")
     @classmethod
-    def _split_aspects(cls, value: Any) -> Any:
+    def _split_commas(cls, value: Any) -> Any:
         if isinstance(value, str):
-            value = [v for v in value.split(",") if v.strip()]
+            value = [v.strip() for v in value.split(",") if v.strip()]
         return value
 
     @field_validator("aspects")
@@ -166,6 +194,23 @@ class Settings(BaseSettings):
         if len(set(normalised)) != len(normalised):
             raise ValueError(f"aspects repeat: {','.join(value)}")
         return normalised
+
+    @field_validator("local_source_roots")
+    @classmethod
+    def _check_roots(cls, value: tuple[Path, ...]) -> tuple[Path, ...]:
+        # a relative root would mean another folder in every process that reads it ('~' is not expanded either)
+        relative = [str(root) for root in value if not root.is_absolute()]
+        if relative:
+            raise ValueError(f"local_source_roots must be absolute paths: {', '.join(relative)}")
+        return value
+
+    @field_validator("source_buckets")
+    @classmethod
+    def _check_buckets(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        bad = [bucket for bucket in value if not BUCKET_NAME.fullmatch(bucket)]
+        if bad:
+            raise ValueError(f"source_buckets takes bucket names, not URIs: {', '.join(bad)}")
+        return value
 
     @field_validator("preset")
     @classmethod
@@ -245,6 +290,17 @@ class Settings(BaseSettings):
             preset=self.preset,
             audio_bitrate=self.audio_bitrate,
             max_output_side=self.max_output_side,
+        )
+
+    def source_policy(self, job_kind: str) -> SourcePolicy:
+        """What a job of this kind may read. Unless allow_local_sources says otherwise, only `reelgen run` jobs
+        read local files: their catalog is one the operator points at on this machine, while backfill and
+        nightly catalogs are the sellers' feed."""
+        allow = self.allow_local_sources
+        return SourcePolicy(
+            allow_local=job_kind == "run" if allow is None else allow,
+            local_roots=self.local_source_roots,
+            buckets=self.source_buckets,
         )
 
     def masked(self) -> dict[str, Any]:

@@ -1,8 +1,9 @@
 """Turning a source URI from a catalog into a local file a decoder can open.
 
-Local paths are used in place; s3:// and http(s):// sources are downloaded once per node into the NodeCache
-and pinned there for as long as the caller's `with fetcher.local_path(uri) as path:` block runs (a context
-manager, not a plain path, because a cached file could otherwise be evicted before a decoder opens it).
+Local paths are used in place, by the real path the catalog's source policy checked (storage/sources.py);
+s3:// and http(s):// sources are downloaded once per node into the NodeCache and pinned there for as long as
+the caller's `with fetcher.local_path(uri) as path:` block runs (a context manager, not a plain path, because a
+cached file could otherwise be evicted before a decoder opens it).
 
 HTTP sources are untrusted input, so:
 - byte limit (max_source_bytes) from Content-Length and again while streaming;
@@ -387,11 +388,15 @@ class Fetcher:
         )
 
     @contextlib.contextmanager
-    def local_path(self, uri_text: str, base_dir: Path | None = None) -> Iterator[Path]:
-        """A local file holding the source; cached downloads stay pinned until the block exits."""
-        uri = parse_uri(uri_text, base_dir)
+    def local_path(self, uri_text: str) -> Iterator[Path]:
+        """A local file holding the source; cached downloads stay pinned until the block exits.
+
+        A catalog's sources come here as its source policy left them (storage/sources.py): local ones by the
+        real path that was checked against the catalog's folder.
+        """
+        uri = parse_uri(uri_text)
         if uri.scheme is Scheme.FILE:
-            yield self._check_size(self._regular_file(uri.local_path), uri.raw)
+            yield self._check_size(self._regular_file(self._checked_local(uri)), uri.raw)
             return
         with self.cache.open(uri.raw, self._filler(uri)) as path:
             # An entry cached under an older, larger limit must not slip past the current one.
@@ -414,6 +419,20 @@ class Fetcher:
         if self._s3_client is None:
             self._s3_client = make_client()
         return self._s3_client
+
+    def _checked_local(self, uri: Uri) -> Path:
+        if self.settings.allow_local_sources is False:
+            raise ForbiddenSource(
+                f"{uri.raw}: local sources are refused here (REELGEN_ALLOW_LOCAL_SOURCES=false)"
+            )
+        path = uri.local_path
+        # A path that no longer is its own real path had a link put on its way after the policy checked it (or
+        # never passed the policy): refused, not followed.
+        if os.path.realpath(path) != str(path):
+            raise ForbiddenSource(
+                f"{uri.raw}: a local source is opened only by its real path, with no symbolic link or '..' on the way"
+            )
+        return path
 
     @staticmethod
     def _regular_file(path: Path) -> Path:

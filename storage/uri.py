@@ -49,11 +49,12 @@ def parse_uri(text: str, base_dir: Path | None = None) -> Uri:
     scheme = parsed.scheme.lower()
     if scheme in ("", "file") or (len(scheme) == 1 and text[1:3] in (":\\", ":/")):
         raw_path = unquote(parsed.path) if scheme == "file" else text
-        local = Path(raw_path).expanduser()
+        # no '~' expansion: a catalog's "~/x" names a file in the catalog's folder, not someone's home
+        local = Path(raw_path)
         if not local.is_absolute():
             local = (base_dir or Path.cwd()) / local
-        # absolute but not resolved: the OS follows links and '..' when the file is opened, exactly as written,
-        # and a catalog of millions of lines is spared a realpath (an lstat per path component) per URI
+        # absolute but not resolved: a catalog's local sources are resolved where the source policy checks them
+        # (storage/sources.py; a realpath is an lstat per path component), the operator's own paths are not
         return Uri(Scheme.FILE, "", str(local), text)
     if scheme == "s3":
         if not parsed.netloc:

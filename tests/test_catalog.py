@@ -7,6 +7,9 @@ import pytest
 
 from jobs.catalog import BadLine, CatalogEntry, check_item_id, read_catalog
 from reelgen.errors import BadCatalogLine, BadItemId, CatalogError
+from reelgen.settings import SourcePolicy
+
+LOCAL = SourcePolicy(allow_local=True)
 
 
 @pytest.mark.parametrize("good", ["a", "sku-1", "A.b_c-9", "x" * 128])
@@ -33,7 +36,7 @@ def test_jsonl_streams_entries_and_names_bad_lines(tmp_path: Path) -> None:
         json.dumps(["not", "an", "object"]),
     ]
     catalog.write_text("\n".join(lines) + "\n")
-    records = list(read_catalog(catalog))
+    records = list(read_catalog(catalog, LOCAL))
     assert [n for n, _ in records] == [1, 3, 4, 5, 6]
     first = records[0][1]
     assert isinstance(first, CatalogEntry)
@@ -51,24 +54,24 @@ def test_jsonl_streams_entries_and_names_bad_lines(tmp_path: Path) -> None:
 def test_csv_catalog(tmp_path: Path) -> None:
     catalog = tmp_path / "c.csv"
     catalog.write_text("item_id,video,image,title,description\nx1,a.mp4,a.png,Title,Some words\n")
-    [(line_no, entry)] = list(read_catalog(catalog))
+    [(line_no, entry)] = list(read_catalog(catalog, LOCAL))
     assert line_no == 2 and isinstance(entry, CatalogEntry) and entry.description == "Some words"
 
 
 def test_missing_catalog_is_a_catalog_error(tmp_path: Path) -> None:
     with pytest.raises(CatalogError):
-        list(read_catalog(tmp_path / "nope.jsonl"))
+        list(read_catalog(tmp_path / "nope.jsonl", LOCAL))
 
 
-def test_relative_paths_become_absolute_even_from_a_relative_catalog_path(
+def test_relative_paths_become_real_paths_even_from_a_relative_catalog_path(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "cat").mkdir()
-    line = {"item_id": "a", "video": "videos/a.mp4", "image": "../img/a.png", "title": "t"}
+    line = {"item_id": "a", "video": "videos/a.mp4", "image": "img/../a.png", "title": "t"}
     (tmp_path / "cat" / "catalog.jsonl").write_text(json.dumps(line) + "\n")
-    [(_, entry)] = list(read_catalog(Path("cat/catalog.jsonl")))
+    [(_, entry)] = list(read_catalog(Path("cat/catalog.jsonl"), LOCAL))
     assert isinstance(entry, CatalogEntry)
-    # absolute, and left for the OS to resolve as written (links and '..' alike)
-    assert entry.video == str(tmp_path / "cat" / "videos" / "a.mp4")
-    assert entry.image == str(tmp_path / "cat" / ".." / "img" / "a.png")
+    # absolute and resolved ('..' and links followed): the path the source policy checked
+    assert entry.video == str(tmp_path.resolve() / "cat" / "videos" / "a.mp4")
+    assert entry.image == str(tmp_path.resolve() / "cat" / "a.png")

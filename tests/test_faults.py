@@ -328,6 +328,7 @@ def test_a_redis_restart_mid_backfill_loses_and_duplicates_nothing(tmp_path: Pat
             REELGEN_VISIBILITY_TIMEOUT_S="600",
             REELGEN_REAPER_INTERVAL_S="1",
             REELGEN_INDEX_FLUSH_S="0.5",
+            REELGEN_ALLOW_LOCAL_SOURCES="true",  # a backfill of media beside its catalog
         )
         state, logs = tmp_path / "state", tmp_path / "logs"
         logs.mkdir()

@@ -34,9 +34,16 @@ REELGEN = str(Path(sys.executable).with_name("reelgen"))
 
 
 def write_catalog(path: Path, ids: list[str], version: str = "1", extra_lines: tuple[str, ...] = ()) -> Path:
+    # sources where a backfill's come from (no job here fetches them: the consumer only acks)
     lines = [
         json.dumps(
-            {"item_id": i, "video": f"/no/{i}.mp4", "image": f"/no/{i}.jpg", "title": i, "version": version}
+            {
+                "item_id": i,
+                "video": f"s3://media/{i}.mp4",
+                "image": f"s3://media/{i}.jpg",
+                "title": i,
+                "version": version,
+            }
         )
         for i in ids
     ]
@@ -44,7 +51,9 @@ def write_catalog(path: Path, ids: list[str], version: str = "1", extra_lines: t
     return path
 
 
-DUPLICATE = json.dumps({"item_id": "sku-001", "video": "/no/x.mp4", "image": "/no/x.jpg", "title": "again"})
+DUPLICATE = json.dumps(
+    {"item_id": "sku-001", "video": "s3://media/x.mp4", "image": "s3://media/x.jpg", "title": "again"}
+)
 
 
 def make_settings(tmp_path: Path, server: EmbeddedRedis, **extra: Any) -> Settings:

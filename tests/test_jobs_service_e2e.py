@@ -72,6 +72,8 @@ def service_env(tmp_path: Path, redis_server: EmbeddedRedis, redis_client: redis
         REELGEN_DISPATCH_POLL_S="0.1",
         REELGEN_INDEX_FLUSH_S="0.2",
         REELGEN_CRASH_LIMIT="2",
+        # the backfills here read media beside their catalog, as an operator who trusts its catalogs allows
+        REELGEN_ALLOW_LOCAL_SOURCES="true",
         REELGEN_DAEMON__SOCKET_PATH=str(tmp_path / "state" / "gpu.sock"),
         PYTHONPATH=str(Path(__file__).resolve().parent.parent),
     )

@@ -14,6 +14,8 @@ Covered elsewhere, referenced rather than repeated:
 - Owner-only daemon socket, shared memory and embedded Redis socket: tests/test_gpu_daemon.py (a bare daemon)
   and tests/test_faults.py (the processes of a real `reelgen run`).
 - Flower requires auth in the chart, from a Secret: tests/test_helm.py::test_flower_auth_comes_from_a_secret.
+- Local files and s3 buckets a catalog may name, cache entries named without the URI's extension:
+  tests/test_source_policy.py.
 """
 
 from __future__ import annotations

@@ -9,4 +9,5 @@ except PackageNotFoundError:  # running from a source tree that was never instal
 
 # Bumped by hand whenever the pipeline's output bytes change for the same settings; part of config_hash.
 # 2: letterboxed pictures scaled by swscale's area filter (within one level of OpenCV's), the fill shrunk in steps.
-PIPELINE_VERSION = "2"
+# 3: clips at a constant frame rate (each tick shows the frame on screen), audio at 48 kHz over the clip's span.
+PIPELINE_VERSION = "3"

@@ -128,6 +128,9 @@ MAX_BAD_PACKETS = 24
 # libavcodec's AV_CODEC_PROP_REORDER: the codec may output frames in another order than it takes packets
 _CODEC_PROP_REORDER = 1 << 3
 
+# Frames that stop this long before the container's stated end mean the file was cut short.
+TRUNCATED_SLACK_S = 1.0
+
 SkipFrame = Literal["NONE", "DEFAULT", "NONREF", "BIDIR", "NONINTRA", "NONKEY", "ALL"]
 
 # Timestamp repairs, as counted in VideoSource.repairs and printed by `reelgen probe`.
@@ -388,9 +391,15 @@ class VideoSource:
                 if index == len(targets):
                     return
             held = (t, frame)
-        if held is None:
+        if held is None or (index == 0 and held[0] < targets[0] and self._ends_early(held[0])):
             raise UnreadableVideo(f"{self.path.name}: no frame decodes at or after {targets[0]:.2f} s")
         yield held[0], held[1], len(targets) - index
+
+    def _ends_early(self, last: float) -> bool:
+        """Whether a stream whose frames stop at `last` ends well before the container says (a truncated or
+        damaged file), rather than showing its last frame to the end."""
+        end = self.info.start_s + self.info.duration_s
+        return last < end - max(TRUNCATED_SLACK_S, 4 * self._step)
 
     def _to_rgb(self, frame: av.VideoFrame, width: int | None = None) -> np.ndarray:
         """RGB in display orientation; with `width`, scaled (in the same conversion) to that display width."""

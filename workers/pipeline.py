@@ -41,7 +41,7 @@ from workers.scoring import (
 from workers.segments import Segment, plan_segments
 from workers.subject import find_subjects
 from workers.text_detection import detect_text, refine_text_times, text_sample_times
-from workers.video import Frame, VideoInfo, VideoSource
+from workers.video import Frame, Timing, VideoInfo, VideoSource
 from workers.windows import Window, best_window, detect_cuts
 
 # A match this strong means the product is on screen; weaker best matches are background texture.
@@ -94,7 +94,7 @@ def info_to_json(info: VideoInfo) -> dict[str, Any]:
 
 
 def info_from_json(data: dict[str, Any]) -> VideoInfo:
-    return VideoInfo(**data)
+    return VideoInfo(**{**data, "timing": Timing(data.get("timing", Timing.PTS))})
 
 
 def plan_sampling(
@@ -175,7 +175,10 @@ def sample_segment(
     """Seek to one segment, sample it at the configured rate with the cheapest correct decode, score it."""
     with opener.local_path(entry.image) as image_path:
         template = product_template(load_image(image_path))
-    with opener.local_path(entry.video) as path, VideoSource(path, threads=threads) as source:
+    with (
+        opener.local_path(entry.video) as path,
+        VideoSource(path, threads=threads, timing=info.timing) as source,
+    ):
         frames = source.sample_fast(segment.times, 1.0 / config.sample_fps, width=ANALYSIS_WIDTH)
     text = item_text(entry.title, entry.description)
     return score_samples(infer, frames, template, key, info, scorer=config.scorer, text=text)
@@ -243,7 +246,10 @@ def frame_window(
     window = analysis.window
     size = (info.width, info.height)
     width = min(info.width, round(info.width * TEXT_MAX_SIDE / max(size)))
-    with opener.local_path(entry.video) as path, VideoSource(path, threads=threads) as source:
+    with (
+        opener.local_path(entry.video) as path,
+        VideoSource(path, threads=threads, timing=info.timing) as source,
+    ):
         frames, dense = source.sample_with_gray(
             text_sample_times(window.start_s, window.end_s), width, gray_width=max(16, info.width // 4)
         )
@@ -329,7 +335,7 @@ def render_and_publish(
             )
         window = analysis.window
         with opener.local_path(entry.video) as source_path:
-            render_window(source_path, window.start_s, window.end_s, specs, options)
+            render_window(source_path, window.start_s, window.end_s, specs, options, timing=info.timing)
         outputs = []
         for pair, spec in zip(config.aspect_pairs, specs, strict=True):
             key = clip_key(entry.item_id, pair)

@@ -26,7 +26,7 @@ import numpy as np
 
 from reelgen.errors import DiskFull, ReelgenError, RenderError, UnreadableVideo
 from workers.framing import CropRect
-from workers.video import VideoSource, open_media, quarter_turns
+from workers.video import ColourTags, Timing, VideoSource, open_media, quarter_turns
 
 log = logging.getLogger(__name__)
 
@@ -208,7 +208,14 @@ def _planes(frame: av.VideoFrame, rotation: int) -> Planes:
 class _ClipWriter:
     """One output container with its video encoder and (optional) the window's encoded audio."""
 
-    def __init__(self, spec: OutputSpec, rate: Fraction, options: EncodeOptions, audio: bytes | None) -> None:
+    def __init__(
+        self,
+        spec: OutputSpec,
+        rate: Fraction,
+        options: EncodeOptions,
+        audio: bytes | None,
+        colour: ColourTags,
+    ) -> None:
         self.spec = spec
         spec.path.parent.mkdir(parents=True, exist_ok=True)
         self.container = av.open(str(spec.path), mode="w", format="mp4", options={"movflags": "+faststart"})
@@ -219,6 +226,11 @@ class _ClipWriter:
         video.codec_context.time_base = OUTPUT_TIME_BASE
         video.codec_context.thread_count = options.threads
         video.options = {"crf": str(options.crf), "preset": options.preset}
+        # the source's Y'CbCr pass through unconverted, so the clip carries the source's colour description;
+        # untagged, a player would pick a matrix by the clip's size, not the source's
+        context = video.codec_context
+        context.colorspace, context.color_primaries, context.color_trc = colour
+        context.color_range = 1  # limited: VideoSource.to_yuv420 converts full-range pictures
         self.video = video
         self.audio: av.container.InputContainer | None = None
         if audio is not None:
@@ -282,38 +294,50 @@ def _window_audio(path: Path, start: float, seconds: float) -> np.ndarray | None
     """[start, start + seconds) of the source's first audio stream as stereo float samples at AUDIO_RATE,
     placed by the source's timestamps: silence where the audio starts late, ends early or has gaps; damaged
     packets are skipped."""
-    with open_media(path) as container:
+    container = open_media(path)
+    try:
         if not container.streams.audio:
             return None
-        stream = container.streams.audio[0]
-        resampler = av.AudioResampler(format="fltp", layout="stereo", rate=AUDIO_RATE)
-        total = round(seconds * AUDIO_RATE)
-        first_sample = round(start * AUDIO_RATE)
-        pcm = np.zeros((2, total), np.float32)
-        container.seek(int(max(0.0, start - 1.0) * av.time_base))
-        position: int | None = None
-        for packet in container.demux(stream):
-            try:
-                decoded = packet.decode()
-            except av.error.InvalidDataError:
+        try:
+            container.seek(int(max(0.0, start - 1.0) * av.time_base))
+        except av.error.FFmpegError:
+            # a demuxer that cannot seek (FLV without an index) may have moved anyway: read from the start
+            container.close()
+            container = open_media(path)
+        return _placed_samples(container, start, seconds)
+    finally:
+        container.close()
+
+
+def _placed_samples(container: av.container.InputContainer, start: float, seconds: float) -> np.ndarray:
+    stream = container.streams.audio[0]
+    resampler = av.AudioResampler(format="fltp", layout="stereo", rate=AUDIO_RATE)
+    total = round(seconds * AUDIO_RATE)
+    first_sample = round(start * AUDIO_RATE)
+    pcm = np.zeros((2, total), np.float32)
+    position: int | None = None
+    for packet in container.demux(stream):
+        try:
+            decoded = packet.decode()
+        except av.error.InvalidDataError:
+            continue
+        for frame in decoded:
+            if frame.time is not None:
+                stamped = round(float(frame.time) * AUDIO_RATE)
+                if position is None or abs(stamped - position) > _AUDIO_GAP_S * AUDIO_RATE:
+                    position = stamped
+            if position is None:
                 continue
-            for frame in decoded:
-                if frame.time is not None:
-                    stamped = round(float(frame.time) * AUDIO_RATE)
-                    if position is None or abs(stamped - position) > _AUDIO_GAP_S * AUDIO_RATE:
-                        position = stamped
-                if position is None:
-                    continue
-                for converted in resampler.resample(frame):
-                    samples = converted.to_ndarray()
-                    at = position - first_sample
-                    lo, hi = max(0, at), min(total, at + samples.shape[1])
-                    if hi > lo:
-                        pcm[:, lo:hi] = samples[:, lo - at : hi - at]
-                    position += samples.shape[1]
-            if position is not None and position - first_sample >= total:
-                break
-        return pcm
+            for converted in resampler.resample(frame):
+                samples = converted.to_ndarray()
+                at = position - first_sample
+                lo, hi = max(0, at), min(total, at + samples.shape[1])
+                if hi > lo:
+                    pcm[:, lo:hi] = samples[:, lo - at : hi - at]
+                position += samples.shape[1]
+        if position is not None and position - first_sample >= total:
+            break
+    return pcm
 
 
 # Frames a clip's encoder may fall behind the decoder by: bounds memory (decoded pictures are shared by all
@@ -372,6 +396,8 @@ def render_window(
     end: float,
     specs: Sequence[OutputSpec],
     options: EncodeOptions,
+    *,
+    timing: Timing | None = None,
 ) -> list[OutputSpec]:
     """Decode [start, end) of the source once and write every spec's clip; returns the specs with the crops used.
 
@@ -380,7 +406,7 @@ def render_window(
     """
     error: Exception | None = None
     decoded = False
-    with VideoSource(source_path, threads=options.threads) as source:
+    with VideoSource(source_path, threads=options.threads, timing=timing) as source:
         rate = output_rate(source.info.fps)
         ticks = output_ticks(start, end, rate)
         seconds = float(len(ticks) / rate)
@@ -392,7 +418,7 @@ def render_window(
         clips: list[_ClipThread] = []
         try:
             for spec in specs:
-                clip = _ClipThread(_ClipWriter(spec, rate, options, audio), rate)
+                clip = _ClipThread(_ClipWriter(spec, rate, options, audio, source.colour_tags()), rate)
                 clip.start()
                 clips.append(clip)
         except (av.error.FFmpegError, ValueError, OSError) as exc:

@@ -104,6 +104,13 @@ class VideoInfo:
         }
 
 
+# (colorspace, colour primaries, transfer) as FFmpeg numbers them (AVColorSpace, AVColorPrimaries, AVColorTransfer)
+ColourTags = tuple[int, int, int]
+BT709: ColourTags = (1, 1, 1)
+BT601: ColourTags = (6, 6, 6)  # SMPTE 170M, what SD video without tags is by convention
+_UNSPECIFIED = 2
+
+
 @dataclass(frozen=True)
 class Frame:
     """A decoded frame: RGB uint8, H×W×3, display orientation; t in source seconds."""
@@ -127,6 +134,9 @@ MAX_BAD_PACKETS = 24
 
 # libavcodec's AV_CODEC_PROP_REORDER: the codec may output frames in another order than it takes packets
 _CODEC_PROP_REORDER = 1 << 3
+
+# Packets decoded at open to tell the timing of a codec that reorders frames: a few GOPs' worth of B-frames.
+TIMING_PACKETS = 24
 
 # Frames that stop this long before the container's stated end mean the file was cut short.
 TRUNCATED_SLACK_S = 1.0
@@ -172,7 +182,8 @@ def _range_options(frame: av.VideoFrame) -> dict[str, Any]:
 class VideoSource:
     """An open video file. Use as a context manager; not shared between processes."""
 
-    def __init__(self, path: Path, *, threads: int = 1) -> None:
+    def __init__(self, path: Path, *, threads: int = 1, timing: Timing | None = None) -> None:
+        """timing: the verdict of an earlier VideoInfo of this file, so that it is not worked out again."""
         self.path = path
         self._container = open_media(path)
         try:
@@ -184,7 +195,7 @@ class VideoSource:
             self._keyframes: list[float] | None = None
             #: timestamp repairs and skipped packets met so far, by kind (see REPAIR_*)
             self.repairs: Counter[str] = Counter()
-            self.info = self._probe()
+            self.info = self._probe(timing)
         except BaseException:
             self._container.close()
             raise
@@ -200,10 +211,10 @@ class VideoSource:
     def close(self) -> None:
         self._container.close()
 
-    def _probe(self) -> VideoInfo:
+    def _probe(self, timing: Timing | None) -> VideoInfo:
         stream = self._stream
         self._sar = _sample_aspect(stream)
-        self._timing = self._timing_of_stream()
+        self._timing = timing if timing is not None else self._timing_of_stream()
         first = self._first_frame()
         rotation = round(first.rotation or 0)
         shown_w, shown_h = _display_size(first, self._sar)
@@ -236,37 +247,27 @@ class VideoSource:
         )
 
     def _timing_of_stream(self) -> Timing:
-        """PTS unless this file's pts are in decode order (see Timing).
+        """PTS unless this file's pts are in decode order (see Timing), judged as FFmpeg's best-effort
+        timestamp does: over the first frames, do the pts or the dts go backwards more often?
 
-        Only codecs that reorder frames can have the fault, and only when the packets' pts rise in decode
-        order (a correct B-frame stream's pts do not); then the first frames are decoded to see whether their
-        pts go backwards in presentation order. Correct files with B-frames decode nothing here.
+        Only codecs that reorder frames can have the fault, so only their first frames are decoded here (some
+        tens of milliseconds for HD H.264); the stages after the first take the verdict from VideoInfo instead.
         """
-        stream = self._stream
-        if not stream.codec_context.codec.properties & _CODEC_PROP_REORDER:
+        if not self._stream.codec_context.codec.properties & _CODEC_PROP_REORDER:
             return Timing.PTS
-        last: int | None = None
+        faulty_pts = faulty_dts = 0
+        last_pts = last_dts = None
         try:
-            for count, packet in enumerate(self._container.demux(stream)):
-                if count == 48:
-                    break
-                if packet.pts is None:
-                    continue
-                if last is not None and packet.pts < last:
-                    return Timing.PTS  # reordered pts: written in presentation order, as they should be
-                last = packet.pts
-            self._seek_start()
-            faulty_pts = faulty_dts = 0
-            last_pts = last_dts = None
-            for count, packet in enumerate(self._container.demux(stream)):
-                if count == 24:
+            for count, packet in enumerate(self._container.demux(self._stream)):
+                if count == TIMING_PACKETS:
                     break
                 for frame in packet.decode():
                     if frame.pts is not None and last_pts is not None and frame.pts <= last_pts:
                         faulty_pts += 1
                     if frame.dts is not None and last_dts is not None and frame.dts <= last_dts:
                         faulty_dts += 1
-                    last_pts, last_dts = frame.pts if frame.pts is not None else last_pts, frame.dts
+                    last_pts = frame.pts if frame.pts is not None else last_pts
+                    last_dts = frame.dts if frame.dts is not None else last_dts
         except av.error.FFmpegError as exc:
             raise UnreadableVideo(f"{self.path.name}: the video stream does not decode ({exc})") from exc
         finally:
@@ -296,10 +297,48 @@ class VideoSource:
             )
 
     def _seek(self, t: float) -> None:
-        """Position the demuxer at the last keyframe at or before t (source seconds)."""
-        tb = self._stream.time_base
-        assert tb is not None
-        self._container.seek(max(0, int(t / tb)), stream=self._stream, backward=True, any_frame=False)
+        """Position the demuxer at a keyframe at or before t (source seconds).
+
+        Demuxers without an index (MPEG-TS and -PS, some FLV and AVI files) search by timestamp and can land
+        after t or on a frame that needs earlier ones, which then decodes to nothing: the landing packet is
+        checked, and the seek goes further back (doubling) until it lands on a keyframe or at the start.
+        """
+        tb = self.time_base
+        back = 0.0
+        while True:
+            position = max(0, int((t - back) / tb))
+            try:
+                self._container.seek(position, stream=self._stream, backward=True, any_frame=False)
+            except av.error.FFmpegError:
+                self._reopen()  # a demuxer that cannot seek at all is read from the start
+                return
+            if position == 0:
+                return
+            landed = next(iter(self._container.demux(self._stream)), None)
+            if landed is None or landed.is_keyframe:
+                self._container.seek(position, stream=self._stream, backward=True, any_frame=False)
+                return
+            back = max(1.0, 2 * back)
+
+    def _reopen(self) -> None:
+        """The file opened afresh, positioned at its start, with the same decoder settings."""
+        threads = self._stream.codec_context.thread_count
+        self._container.close()
+        self._container = open_media(self.path)
+        self._stream = self._container.streams.video[0]
+        self._stream.thread_type = "AUTO"
+        self._stream.codec_context.thread_count = threads
+
+    def colour_tags(self) -> ColourTags:
+        """The colour description of the source's Y'CbCr: its own tags, or the convention for its size (BT.709
+        from 720 lines up, BT.601 below) for each one it leaves unspecified."""
+        context = self._stream.codec_context
+        default = BT709 if min(self.info.width, self.info.height) >= 720 else BT601
+        tags = (context.colorspace, context.color_primaries, context.color_trc)
+        return tuple(  # type: ignore[return-value]
+            own if own not in (0, _UNSPECIFIED) and own is not None else fallback
+            for own, fallback in zip(tags, default, strict=True)
+        )
 
     @property
     def can_skip(self) -> bool:

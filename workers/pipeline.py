@@ -335,7 +335,9 @@ def render_and_publish(
             )
         window = analysis.window
         with opener.local_path(entry.video) as source_path:
-            render_window(source_path, window.start_s, window.end_s, specs, options, timing=info.timing)
+            rendered = render_window(
+                source_path, window.start_s, window.end_s, specs, options, timing=info.timing
+            )
         outputs = []
         for pair, spec in zip(config.aspect_pairs, specs, strict=True):
             key = clip_key(entry.item_id, pair)
@@ -347,6 +349,7 @@ def render_and_publish(
                     "width": spec.width,
                     "height": spec.height,
                     "padded": spec.padded,
+                    "fps": str(rendered.rate),
                     "frames": spec.frames,
                     "crops": [rect.as_dict(t) for t, rect in spec.crops],
                 }
@@ -356,7 +359,7 @@ def render_and_publish(
             "status": "done",
             "job_id": job_id,
             "created_at": time.time(),
-            "source": info.as_manifest(manifest_uri(entry.video)),
+            "source": {**info.as_manifest(manifest_uri(entry.video)), "repairs": rendered.repairs},
             "source_version": entry.version,
             "title": entry.title,
             "window": {

@@ -30,9 +30,6 @@ from workers.video import ColourTags, Timing, VideoSource, open_media, quarter_t
 
 log = logging.getLogger(__name__)
 
-# Output timestamps at 90 kHz: every common rate's frame duration is a whole number of ticks (3003 at 29.97).
-OUTPUT_TIME_BASE = Fraction(1, 90_000)
-
 # Clips run at a constant frame rate: the source's nominal rate, brought within these bounds by a whole factor
 # (a 5 fps source plays at 15 fps, each frame held three ticks; 120 fps plays at 60, every other frame shown),
 # so the cadence stays even. Below 15 fps motion stutters in players that expect video; above 60 adds bytes no
@@ -222,8 +219,10 @@ class _ClipWriter:
         video = self.container.add_stream("libx264", rate=rate)
         video.width, video.height = spec.width, spec.height
         video.pix_fmt = "yuv420p"
-        video.time_base = OUTPUT_TIME_BASE
-        video.codec_context.time_base = OUTPUT_TIME_BASE
+        # one unit a frame: every frame's time is exact, which a fixed clock (90 kHz) cannot give 23.976 fps
+        self.frame_time_base = 1 / rate
+        video.time_base = self.frame_time_base
+        video.codec_context.time_base = self.frame_time_base
         video.codec_context.thread_count = options.threads
         video.options = {"crf": str(options.crf), "preset": options.preset}
         # the source's Y'CbCr pass through unconverted, so the clip carries the source's colour description;
@@ -237,10 +236,10 @@ class _ClipWriter:
             self.audio = av.open(io.BytesIO(audio), mode="r", format="mp4")
             self.container.add_stream_from_template(self.audio.streams.audio[0])
 
-    def write_video(self, planes: Planes, tick: int, rate: Fraction) -> None:
+    def write_video(self, planes: Planes, tick: int) -> None:
         frame = planes.to_frame()
-        frame.pts = round(tick / rate / OUTPUT_TIME_BASE)
-        frame.time_base = OUTPUT_TIME_BASE
+        frame.pts = tick
+        frame.time_base = self.frame_time_base
         self.container.mux(self.video.encode(frame))
         self.spec.frames += 1
 
@@ -340,6 +339,14 @@ def _placed_samples(container: av.container.InputContainer, start: float, second
     return pcm
 
 
+@dataclass(frozen=True)
+class Rendered:
+    """What a render did beyond the clips: their frame rate and the source's repairs (VideoSource.repairs)."""
+
+    rate: Fraction
+    repairs: dict[str, int]
+
+
 # Frames a clip's encoder may fall behind the decoder by: bounds memory (decoded pictures are shared by all
 # clips) while letting the encoders' speeds differ within a few frames.
 FRAME_QUEUE = 8
@@ -355,10 +362,9 @@ class _ClipThread(threading.Thread):
     queue, each with its output tick and that tick's source time.
     """
 
-    def __init__(self, writer: _ClipWriter, rate: Fraction) -> None:
+    def __init__(self, writer: _ClipWriter) -> None:
         super().__init__(name=f"clip-{writer.spec.aspect}", daemon=True)
         self.writer = writer
-        self.rate = rate
         self.frames: queue.Queue[tuple[Planes, int, float] | str] = queue.Queue(maxsize=FRAME_QUEUE)
         self.error: Exception | None = None
 
@@ -376,7 +382,7 @@ class _ClipThread(threading.Thread):
                     if spec.padded
                     else region.resize(spec.width, spec.height)
                 )
-                self.writer.write_video(picture, tick, self.rate)
+                self.writer.write_video(picture, tick)
             if item == _FINISH:
                 self.writer.close()
                 return
@@ -398,8 +404,9 @@ def render_window(
     options: EncodeOptions,
     *,
     timing: Timing | None = None,
-) -> list[OutputSpec]:
-    """Decode [start, end) of the source once and write every spec's clip; returns the specs with the crops used.
+) -> Rendered:
+    """Decode [start, end) of the source once and write every spec's clip; the specs come back with the crops
+    used and frames written.
 
     Each clip has a constant frame rate (output_rate) and as many frames as fill the window; every output tick
     shows the source frame on screen at that instant. The audio covers the same span.
@@ -418,7 +425,7 @@ def render_window(
         clips: list[_ClipThread] = []
         try:
             for spec in specs:
-                clip = _ClipThread(_ClipWriter(spec, rate, options, audio, source.colour_tags()), rate)
+                clip = _ClipThread(_ClipWriter(spec, rate, options, audio, source.colour_tags()))
                 clip.start()
                 clips.append(clip)
         except (av.error.FFmpegError, ValueError, OSError) as exc:
@@ -446,7 +453,7 @@ def render_window(
             for clip in clips:
                 clip.join()
         if source.repairs:
-            log.info("%s: timestamps repaired while rendering: %s", source_path.name, dict(source.repairs))
+            log.warning("%s: repaired while rendering: %s", source_path.name, dict(source.repairs))
     if error is not None:
         raise error
     failed = next((clip.error for clip in clips if clip.error), None)
@@ -457,7 +464,7 @@ def render_window(
     for spec in specs:
         if spec.frames == 0:
             raise RenderError(f"{source_path.name}: no frames in [{start:.2f}, {end:.2f}) s")
-    return list(specs)
+    return Rendered(rate=rate, repairs=dict(source.repairs))
 
 
 def _disk_full(exc: Exception, source_path: Path, specs: Sequence[OutputSpec]) -> DiskFull | None:

@@ -101,6 +101,7 @@ class VideoInfo:
             "has_audio": self.has_audio,
             "rotation": self.rotation,
             "codec": self.codec,
+            "timing": self.timing.value,
         }
 
 
@@ -380,7 +381,8 @@ class VideoSource:
                         raise UnreadableVideo(
                             f"{self.path.name}: damaged at t≈{where:.2f} s ({bad} packets in a row do not decode)"
                         ) from None
-                    log.warning("%s: a damaged packet near %.2f s skipped", self.path.name, where)
+                    if bad == 1:  # once per damaged stretch; the count is in self.repairs
+                        log.warning("%s: damaged packets near %.2f s skipped", self.path.name, where)
                     continue
                 bad = 0
                 for frame in frames:

@@ -26,6 +26,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +45,7 @@ from monitoring.machine import machine_lines
 from reelgen.settings import OutputConfig, Settings, load_settings
 from storage.fetch import Fetcher
 from workers.framing import CropPath, CropRect, aspect_size
-from workers.pipeline import choose, frame_window, load_image, sample_times, score_samples
+from workers.pipeline import Decoding, choose, frame_window, load_image, sample_times, score_samples
 from workers.render import EncodeOptions, OutputSpec, render_window
 from workers.scoring import ANALYSIS_WIDTH, product_template
 from workers.video import Frame, VideoInfo, VideoSource
@@ -146,13 +147,14 @@ def naive_item(
         info = source.info
     with clock.stage("analyse"):
         frames = read_every_frame(video, info, config.sample_fps)
-        template = product_template(load_image(Path(entry.image)))
+        template = product_template(load_image(Path(entry.image), opener.settings.max_image_pixels))
         key = PriorityKey(0.0, 0.0)
         samples = score_samples(model, frames, template, key, info)
         # the same text detection (the daemon's model, run in process), saliency and crop planner as reelgen's
         # select stage
         chosen = choose(info, samples, config)
-        analysis = frame_window(entry, info, chosen, opener, model, key, config, CODEC_THREADS)
+        decoding = replace(Decoding.from_settings(opener.settings), threads=CODEC_THREADS)
+        analysis = frame_window(entry, info, chosen, opener, model, key, config, decoding)
     with clock.stage("render"):
         for pair in config.aspect_pairs:
             size = aspect_size(pair, info.width, info.height, config.max_output_side)

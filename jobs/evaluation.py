@@ -63,7 +63,7 @@ def evaluate(settings: Settings, catalog: Path) -> Iterator[HighlightResult]:
                 model,
                 PriorityKey(0.0, 0.0),
                 config,
-                settings.threads_per_worker,
+                pipeline.Decoding.from_settings(settings),
             )
         window = pipeline.choose(info, samples, config).window
         span = (window.start_s, window.end_s)

@@ -125,6 +125,7 @@ class Settings(BaseSettings):
     max_source_bytes: int = Field(default=2 * 2**30, gt=0)
     max_duration_s: float = Field(default=15 * 60, gt=0)
     max_pixels: int = Field(default=3840 * 2160, gt=0)
+    max_image_pixels: int = Field(default=40_000_000, gt=0, description="main image pixels, from its header")
     allow_private_http: bool = False
     http_timeout_s: float = Field(default=30.0, gt=0)
     allow_local_sources: bool | None = Field(

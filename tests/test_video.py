@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from fractions import Fraction
 from pathlib import Path
 
 import av
@@ -17,7 +18,7 @@ from tests.media import make_code_video, read_code
 from workers import render as render_module
 from workers.framing import CropPath, CropRect, aspect_size
 from workers.render import EncodeOptions, OutputSpec, render_window
-from workers.video import VideoSource
+from workers.video import MediaLimits, VideoSource
 
 
 def test_probe_reports_display_facts(tmp_path: Path) -> None:
@@ -143,15 +144,42 @@ def test_not_a_video_is_a_named_error(tmp_path: Path) -> None:
         VideoSource(empty)
 
 
-def test_limits(tmp_path: Path) -> None:
+def test_limits_are_checked_before_decoding_and_on_every_frame(tmp_path: Path) -> None:
     path = tmp_path / "v.mp4"
     make_code_video(path, seconds=2.0, audio=False)
-    with VideoSource(path) as source:
-        source.check_limits(max_duration_s=10, max_pixels=640 * 360)
-        with pytest.raises(VideoLimitExceeded, match="longer"):
-            source.check_limits(max_duration_s=1, max_pixels=10**8)
-        with pytest.raises(VideoLimitExceeded, match="pixel"):
-            source.check_limits(max_duration_s=10, max_pixels=1000)
+    with VideoSource(path, limits=MediaLimits(max_pixels=640 * 360, max_duration_s=10)) as source:
+        assert source.info.width == 640
+    with pytest.raises(VideoLimitExceeded, match="longer"):
+        VideoSource(path, limits=MediaLimits(max_pixels=10**8, max_duration_s=1))
+    with pytest.raises(VideoLimitExceeded, match="header says 640x360 exceeds the 1000 pixel limit"):
+        VideoSource(path, limits=MediaLimits(max_pixels=1000, max_duration_s=10))
+    with pytest.raises(VideoLimitExceeded, match="not a video shape"):
+        VideoSource(path, limits=MediaLimits(max_pixels=10**8, max_duration_s=10, max_aspect=1.5))
+
+
+def test_a_resolution_switch_past_the_limit_fails_on_the_frame_that_breaks_it(tmp_path: Path) -> None:
+    # a small first frame, then big ones: the limit must hold for every decoded frame, not the first
+    path = tmp_path / "switch.mkv"
+    with av.open(str(path), "w") as container:
+        stream = container.add_stream("mjpeg", rate=10)
+        stream.width, stream.height, stream.pix_fmt = 320, 240, "yuvj420p"
+        big = av.CodecContext.create("mjpeg", "w")
+        big.width, big.height, big.pix_fmt, big.time_base = 1280, 960, "yuvj420p", Fraction(1, 10)
+        for k in range(10):
+            encoder, (w, h) = (stream.codec_context, (320, 240)) if k < 5 else (big, (1280, 960))
+            frame = av.VideoFrame.from_ndarray(np.full((h, w, 3), 40 * (k % 5), np.uint8), format="rgb24")
+            frame = frame.reformat(format="yuvj420p")
+            frame.pts, frame.time_base = k, Fraction(1, 10)
+            for packet in encoder.encode(frame):  # every MJPEG packet is a picture of its own size
+                packet.stream = stream
+                packet.pts = packet.dts = k
+                packet.time_base = Fraction(1, 10)
+                container.mux(packet)
+    limits = MediaLimits(max_pixels=640 * 480, max_duration_s=10)
+    with VideoSource(path, limits=limits) as source:
+        assert (source.info.width, source.info.height) == (320, 240)
+        with pytest.raises(VideoLimitExceeded, match=r"frame near 0\.\d+ s is 1280x960"):
+            source.sample([0.1, 0.8])
 
 
 def _centre_specs(folder: Path, crop_at: dict[str, Callable[[float], CropRect]]) -> list[OutputSpec]:

@@ -7,6 +7,7 @@ in workers/tasks.py only wrap these with ledger bookkeeping.
 from __future__ import annotations
 
 import errno
+import functools
 import shutil
 import tempfile
 import time
@@ -18,6 +19,7 @@ from typing import Any, Protocol
 import av
 import cv2
 import numpy as np
+import PIL.Image
 
 from gpu_service.scheduler import PriorityKey
 from jobs.catalog import CatalogEntry
@@ -30,6 +32,7 @@ from storage.store import ObjectStore, left_by_dead_process, process_tag
 from workers.framing import CropPath, CropRect, aspect_size, plan_framing, static_subject_path
 from workers.render import EncodeOptions, OutputSpec, render_window
 from workers.scoring import (
+    ANALYSIS_LONG_SIDE,
     ANALYSIS_WIDTH,
     Inference,
     frame_value,
@@ -41,7 +44,7 @@ from workers.scoring import (
 from workers.segments import Segment, plan_segments
 from workers.subject import find_subjects
 from workers.text_detection import detect_text, refine_text_times, text_sample_times
-from workers.video import Frame, Timing, VideoInfo, VideoSource
+from workers.video import Frame, MediaLimits, Timing, VideoInfo, VideoSource
 from workers.windows import Window, best_window, detect_cuts
 
 # A match this strong means the product is on screen; weaker best matches are background texture.
@@ -97,23 +100,81 @@ def info_from_json(data: dict[str, Any]) -> VideoInfo:
     return VideoInfo(**{**data, "timing": Timing(data.get("timing", Timing.PTS))})
 
 
+def media_limits(settings: Settings) -> MediaLimits:
+    return MediaLimits(max_pixels=settings.max_pixels, max_duration_s=settings.max_duration_s)
+
+
+@dataclass(frozen=True)
+class Decoding:
+    """How a stage opens the item's media: decoder threads and the limits every decoded picture is held to."""
+
+    threads: int
+    limits: MediaLimits
+    max_image_pixels: int
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Decoding:
+        return cls(settings.threads_per_worker, media_limits(settings), settings.max_image_pixels)
+
+    def open(self, path: Path, info: VideoInfo) -> VideoSource:
+        """The source of a probed item: its timing verdict reused, the limits checked on every frame."""
+        return VideoSource(path, threads=self.threads, timing=info.timing, limits=self.limits)
+
+
 def plan_sampling(
     entry: CatalogEntry, opener: SourceOpener, settings: Settings, sample_fps: float
 ) -> tuple[VideoInfo, list[Segment]]:
-    """Probe the video (refusing one past the limits) and cut its sampling into segments at keyframes."""
-    with opener.local_path(entry.video) as path, VideoSource(path) as source:
-        source.check_limits(max_duration_s=settings.max_duration_s, max_pixels=settings.max_pixels)
+    """Probe the video (refusing one past the limits) and cut its sampling into segments at keyframes; the
+    main image's header is checked here too, so a bad image fails the item before any sampling."""
+    with opener.local_path(entry.image) as image_path:
+        check_image_header(image_path, settings.max_image_pixels)
+    with opener.local_path(entry.video) as path, VideoSource(path, limits=media_limits(settings)) as source:
         info, keyframes = source.info, source.keyframe_times()
     return info, plan_segments(info.start_s, info.duration_s, sample_fps, settings.segment_s, keyframes)
 
 
-def load_image(path: Path) -> np.ndarray:
-    """The main image as RGB uint8."""
+def check_image_header(path: Path, max_pixels: int) -> tuple[int, int]:
+    """The main image's (width, height) from its header, refusing one over max_pixels before it is decoded
+    (a 1 MB PNG can hold 20000×20000 pixels: 1.2 GB decoded)."""
+    try:
+        with PIL.Image.open(path) as header:
+            width, height = header.size
+    except PIL.Image.DecompressionBombError as exc:
+        raise ImageError(f"{path.name}: the main image is over the {max_pixels} pixel limit ({exc})") from exc
+    except (OSError, ValueError) as exc:
+        raise ImageError(f"{path.name}: the main image is not a decodable picture ({exc})") from exc
+    if width * height > max_pixels:
+        raise ImageError(
+            f"{path.name}: the main image is {width}x{height}, over the {max_pixels} pixel limit"
+        )
+    return width, height
+
+
+def load_image(path: Path, max_pixels: int) -> np.ndarray:
+    """The main image as RGB uint8, its size checked from the header first."""
+    check_image_header(path, max_pixels)
     data = np.fromfile(path, dtype=np.uint8)
     image = cv2.imdecode(data, cv2.IMREAD_COLOR) if data.size else None
     if image is None:
         raise ImageError(f"{path.name}: the main image is not a decodable picture")
     return cv2.cvtColor(image, cv2.COLOR_BGR2RGB)
+
+
+@functools.lru_cache(maxsize=4)
+def _template(path: Path, size: int, mtime_ns: int, max_pixels: int) -> np.ndarray:
+    return product_template(load_image(path, max_pixels))
+
+
+def cached_template(path: Path, max_pixels: int) -> np.ndarray:
+    """The main image's template, decoded once per worker process for all of an item's segments that land
+    there (keyed by the file's identity, so a changed image is decoded again)."""
+    stat = path.stat()
+    return _template(path, stat.st_size, stat.st_mtime_ns, max_pixels)
+
+
+def analysis_width(info: VideoInfo) -> int:
+    """ANALYSIS_WIDTH, narrower for videos taller than 9:16 so the analysed picture's long side stays bounded."""
+    return max(16, min(ANALYSIS_WIDTH, round(ANALYSIS_LONG_SIDE * info.width / info.height)))
 
 
 @dataclass(frozen=True)
@@ -170,16 +231,13 @@ def sample_segment(
     infer: Inference,
     key: PriorityKey,
     config: OutputConfig,
-    threads: int,
+    decoding: Decoding,
 ) -> list[SampleScore]:
     """Seek to one segment, sample it at the configured rate with the cheapest correct decode, score it."""
     with opener.local_path(entry.image) as image_path:
-        template = product_template(load_image(image_path))
-    with (
-        opener.local_path(entry.video) as path,
-        VideoSource(path, threads=threads, timing=info.timing) as source,
-    ):
-        frames = source.sample_fast(segment.times, 1.0 / config.sample_fps, width=ANALYSIS_WIDTH)
+        template = cached_template(image_path, decoding.max_image_pixels)
+    with opener.local_path(entry.video) as path, decoding.open(path, info) as source:
+        frames = source.sample_fast(segment.times, 1.0 / config.sample_fps, width=analysis_width(info))
     text = item_text(entry.title, entry.description)
     return score_samples(infer, frames, template, key, info, scorer=config.scorer, text=text)
 
@@ -235,7 +293,7 @@ def frame_window(
     infer: Inference,
     key: PriorityKey,
     config: OutputConfig,
-    threads: int,
+    decoding: Decoding,
 ) -> Analysis:
     """Plan text-safe, subject-following crops for every aspect over the chosen window.
 
@@ -246,10 +304,7 @@ def frame_window(
     window = analysis.window
     size = (info.width, info.height)
     width = min(info.width, round(info.width * TEXT_MAX_SIDE / max(size)))
-    with (
-        opener.local_path(entry.video) as path,
-        VideoSource(path, threads=threads, timing=info.timing) as source,
-    ):
+    with opener.local_path(entry.video) as path, decoding.open(path, info) as source:
         frames, dense = source.sample_with_gray(
             text_sample_times(window.start_s, window.end_s), width, gray_width=max(16, info.width // 4)
         )
@@ -310,6 +365,7 @@ def render_and_publish(
     config: OutputConfig,
     options: EncodeOptions,
     *,
+    limits: MediaLimits,
     work_dir: Path,
     job_id: str,
 ) -> dict[str, Any]:
@@ -336,7 +392,7 @@ def render_and_publish(
         window = analysis.window
         with opener.local_path(entry.video) as source_path:
             rendered = render_window(
-                source_path, window.start_s, window.end_s, specs, options, timing=info.timing
+                source_path, window.start_s, window.end_s, specs, options, timing=info.timing, limits=limits
             )
         outputs = []
         for pair, spec in zip(config.aspect_pairs, specs, strict=True):

@@ -26,7 +26,7 @@ import numpy as np
 
 from reelgen.errors import DiskFull, ReelgenError, RenderError, UnreadableVideo
 from workers.framing import CropRect
-from workers.video import ColourTags, Timing, VideoSource, open_media, quarter_turns
+from workers.video import ColourTags, MediaLimits, Timing, VideoSource, open_media, quarter_turns
 
 log = logging.getLogger(__name__)
 
@@ -404,6 +404,7 @@ def render_window(
     options: EncodeOptions,
     *,
     timing: Timing | None = None,
+    limits: MediaLimits | None = None,
 ) -> Rendered:
     """Decode [start, end) of the source once and write every spec's clip; the specs come back with the crops
     used and frames written.
@@ -413,7 +414,7 @@ def render_window(
     """
     error: Exception | None = None
     decoded = False
-    with VideoSource(source_path, threads=options.threads, timing=timing) as source:
+    with VideoSource(source_path, threads=options.threads, timing=timing, limits=limits) as source:
         rate = output_rate(source.info.fps)
         ticks = output_ticks(start, end, rate)
         seconds = float(len(ticks) / rate)

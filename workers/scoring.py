@@ -20,6 +20,8 @@ from gpu_service.scheduler import PriorityKey
 from reelgen.errors import ConfigError
 
 ANALYSIS_WIDTH = 384
+# the analysed picture's long side at most: a 9:16 picture at ANALYSIS_WIDTH, so taller ones are narrower
+ANALYSIS_LONG_SIDE = 683
 SCORER_MODEL = "template_match"
 # CLIP reads at most 77 tokens; more bytes than this only cost shared memory.
 MAX_TEXT_BYTES = 2048

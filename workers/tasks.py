@@ -214,7 +214,7 @@ def sample_segment(self: Task, state: dict[str, Any], segment_json: dict[str, An
             ctx.inference,
             ctx.priority(job_id, state["first_at"]),
             ctx.config(job_id),
-            ctx.settings.threads_per_worker,
+            pipeline.Decoding.from_settings(ctx.settings),
         )
         result = {"samples": [asdict(s) for s in samples]}
         if ctx.segments.store(job_id, entry.item_id, segment.index, state["segments"], result):
@@ -238,7 +238,7 @@ def select(self: Task, state: dict[str, Any]) -> None:
         chosen = pipeline.choose(info, samples, config)
         analysis = pipeline.frame_window(
             entry, info, chosen, ctx.fetcher, ctx.inference, ctx.priority(job_id, state["first_at"]), config,
-            ctx.settings.threads_per_worker,
+            pipeline.Decoding.from_settings(ctx.settings),
         )  # fmt: skip
         render.apply_async((dict(state, analysis=analysis.to_json()),), priority=PRIORITY_RENDER)
         ctx.segments.clear(job_id, entry.item_id)
@@ -260,6 +260,7 @@ def render(self: Task, state: dict[str, Any]) -> None:
             ctx.store(config.out),
             config,
             ctx.encode_options(config),
+            limits=pipeline.media_limits(ctx.settings),
             work_dir=ctx.work_dir,
             job_id=job_id,
         )

@@ -78,6 +78,30 @@ class Timing(enum.StrEnum):
 
 
 @dataclass(frozen=True)
+class MediaLimits:
+    """What a source may cost, checked from the container's headers before decoding and on every decoded frame
+    (a file may switch resolution after its first frame): pixels and duration, and shapes no display shows
+    (a side under min_side, or longer than max_aspect times the other), which otherwise cost the analysis a
+    picture scaled to an absurd height."""
+
+    max_pixels: int
+    max_duration_s: float
+    min_side: int = 16
+    max_aspect: float = 8.0
+
+    def check_size(self, name: str, width: int, height: int, where: str) -> None:
+        if width * height > self.max_pixels:
+            raise VideoLimitExceeded(
+                f"{name}: {where} {width}x{height} exceeds the {self.max_pixels} pixel limit"
+            )
+        if min(width, height) < self.min_side or max(width, height) > self.max_aspect * min(width, height):
+            raise VideoLimitExceeded(
+                f"{name}: {where} {width}x{height} is not a video shape (sides of at least {self.min_side} px, "
+                f"at most {self.max_aspect:g}:1)"
+            )
+
+
+@dataclass(frozen=True)
 class VideoInfo:
     """Facts about a source video; width and height are as displayed (rotation and pixel aspect applied)."""
 
@@ -183,9 +207,13 @@ def _range_options(frame: av.VideoFrame) -> dict[str, Any]:
 class VideoSource:
     """An open video file. Use as a context manager; not shared between processes."""
 
-    def __init__(self, path: Path, *, threads: int = 1, timing: Timing | None = None) -> None:
-        """timing: the verdict of an earlier VideoInfo of this file, so that it is not worked out again."""
+    def __init__(
+        self, path: Path, *, threads: int = 1, timing: Timing | None = None, limits: MediaLimits | None = None
+    ) -> None:
+        """timing: the verdict of an earlier VideoInfo of this file, so that it is not worked out again;
+        limits: checked from the headers before anything is decoded, then on every frame."""
         self.path = path
+        self._limits = limits
         self._container = open_media(path)
         try:
             if not self._container.streams.video:
@@ -194,6 +222,7 @@ class VideoSource:
             self._stream.thread_type = "AUTO"
             self._stream.codec_context.thread_count = threads
             self._keyframes: list[float] | None = None
+            self._checked_size = (0, 0)
             #: timestamp repairs and skipped packets met so far, by kind (see REPAIR_*)
             self.repairs: Counter[str] = Counter()
             self.info = self._probe(timing)
@@ -215,8 +244,11 @@ class VideoSource:
     def _probe(self, timing: Timing | None) -> VideoInfo:
         stream = self._stream
         self._sar = _sample_aspect(stream)
+        self._check_headers()
         self._timing = timing if timing is not None else self._timing_of_stream()
         first = self._first_frame()
+        if self._limits is not None:
+            self._check_frame(first, 0.0)
         rotation = round(first.rotation or 0)
         shown_w, shown_h = _display_size(first, self._sar)
         self._shown_size = (shown_w, shown_h)
@@ -233,6 +265,10 @@ class VideoSource:
             duration = 0.0
         if not (fps > 0 and math.isfinite(fps)) or duration <= 0:
             raise UnreadableVideo(f"{self.path.name}: no usable frame rate or duration in the container")
+        if self._limits is not None and duration > self._limits.max_duration_s:
+            raise VideoLimitExceeded(
+                f"{self.path.name}: {duration:.1f} s is longer than the {self._limits.max_duration_s:.0f} s limit"
+            )
         self._step = 1.0 / fps
         self._seek(start_s)
         return VideoInfo(
@@ -246,6 +282,20 @@ class VideoSource:
             start_s=start_s,
             timing=self._timing,
         )
+
+    def _check_headers(self) -> None:
+        if self._limits is None:
+            return
+        context = self._stream.codec_context
+        if context.width and context.height:
+            shown = round(context.width * (self._sar or 1))
+            self._limits.check_size(self.path.name, shown, context.height, "the stream's header says")
+        declared = self._container.duration
+        if declared is not None and declared / av.time_base > self._limits.max_duration_s:
+            raise VideoLimitExceeded(
+                f"{self.path.name}: {declared / av.time_base:.1f} s is longer than the "
+                f"{self._limits.max_duration_s:.0f} s limit"
+            )
 
     def _timing_of_stream(self) -> Timing:
         """PTS unless this file's pts are in decode order (see Timing), judged as FFmpeg's best-effort
@@ -263,6 +313,8 @@ class VideoSource:
                 if count == TIMING_PACKETS:
                     break
                 for frame in packet.decode():
+                    if self._limits is not None:
+                        self._check_frame(frame, 0.0)
                     if frame.pts is not None and last_pts is not None and frame.pts <= last_pts:
                         faulty_pts += 1
                     if frame.dts is not None and last_dts is not None and frame.dts <= last_dts:
@@ -285,17 +337,6 @@ class VideoSource:
         except (av.error.FFmpegError, ValueError) as exc:
             raise UnreadableVideo(f"{self.path.name}: the video stream does not decode ({exc})") from exc
         raise UnreadableVideo(f"{self.path.name}: the video stream has no frames")
-
-    def check_limits(self, *, max_duration_s: float, max_pixels: int) -> None:
-        info = self.info
-        if info.duration_s > max_duration_s:
-            raise VideoLimitExceeded(
-                f"{self.path.name}: {info.duration_s:.1f} s is longer than the {max_duration_s:.0f} s limit"
-            )
-        if info.width * info.height > max_pixels:
-            raise VideoLimitExceeded(
-                f"{self.path.name}: {info.width}x{info.height} exceeds the {max_pixels} pixel limit"
-            )
 
     def _seek(self, t: float) -> None:
         """Position the demuxer at a keyframe at or before t (source seconds).
@@ -386,6 +427,8 @@ class VideoSource:
                     continue
                 bad = 0
                 for frame in frames:
+                    if self._limits is not None and (frame.width, frame.height) != self._checked_size:
+                        self._check_frame(frame, previous if previous is not None else start)
                     stamp = frame.dts if use_dts else frame.pts
                     if stamp is None:
                         if previous is None:
@@ -407,6 +450,12 @@ class VideoSource:
         finally:
             if limit is not None:
                 context.skip_frame = "DEFAULT"
+
+    def _check_frame(self, frame: av.VideoFrame, near: float) -> None:
+        assert self._limits is not None
+        shown_w, shown_h = _display_size(frame, self._sar)
+        self._limits.check_size(self.path.name, shown_w, shown_h, f"the frame near {near:.2f} s is")
+        self._checked_size = (frame.width, frame.height)
 
     def _on_screen(
         self, targets: Sequence[float], skip_nonref_before: float | None

@@ -118,7 +118,8 @@ def _item_section(
         aspect = str(output.get("aspect", "?"))
         name = aspect.replace(":", "x") + ".png"
         cv2.imwrite(str(folder / name), _sheet(frames, output, text_boxes, subjects))
-        padded = " <span class='padded'>padded</span>" if output.get("padded") else ""
+        reason = html.escape(str(output.get("padded_reason") or "reason not recorded"))
+        padded = f" <span class='padded'>letterboxed: {reason}</span>" if output.get("padded") else ""
         parts.append(
             f"<figure><img src='{_safe(item_id)}/{name}' alt='{html.escape(item_id)} {html.escape(aspect)}'>"
             f"<figcaption>{html.escape(aspect)} {output.get('width')}×{output.get('height')}{padded}"

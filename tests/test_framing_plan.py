@@ -9,6 +9,9 @@ import numpy as np
 import pytest
 
 from workers.framing import (
+    PAD_NO_TEXT_SAFE_CROP,
+    PAD_SUBJECT_TOO_BIG,
+    PAD_TEXT_AND_SUBJECT,
     Box,
     CropRect,
     FramingParams,
@@ -118,6 +121,7 @@ def test_text_that_cannot_fit_pads_with_the_region_holding_it() -> None:
     plans = plan_framing(2.0, 7.0, W, H, [(9, 16), (16, 9)], low_subject, text)
     portrait = plans["9:16"]
     assert portrait.padded and not plans["16:9"].padded
+    assert portrait.padded_reason == PAD_NO_TEXT_SAFE_CROP and plans["16:9"].padded_reason is None
     rect = portrait.crop_path()(4.0)
     assert holds(rect, wide) and holds(rect, (280, 200, 360, 320))
     assert rect.w < W and rect.w > portrait.size.crop_w  # a region between the crop and the whole frame
@@ -204,3 +208,45 @@ def test_plan_keys_are_json_ready_and_rebuild_the_path() -> None:
     assert keys[0][0] == 0.0 and plan.label == "9:16"
     with pytest.raises(ValueError, match="empty window"):
         plan_framing(3.0, 3.0, W, H, [(1, 1)], [], [])
+
+
+def test_a_subject_larger_than_the_crop_is_the_one_other_reason_to_letterbox() -> None:
+    wide = [
+        (t, (100.0, 60.0, 500.0, 300.0)) for t in np.arange(1.0, 8.0, 0.5)
+    ]  # 400 px: wider than 9:16's 198
+    plans = plan_framing(2.0, 7.0, W, H, [(9, 16), (16, 9)], wide, [])
+    assert plans["9:16"].padded and plans["9:16"].padded_reason == PAD_SUBJECT_TOO_BIG
+    assert holds(plans["9:16"].crop_path()(4.0), (100, 60, 500, 300))
+    assert not plans["16:9"].padded
+
+
+def test_an_erratic_subject_without_text_is_cropped_not_letterboxed() -> None:
+    # a fallback subject jumping across the frame faster than the crop may move: misses the crop must take
+    rng = np.random.default_rng(7)
+
+    def jumpy(t: float) -> Box:
+        x = float(rng.uniform(0, W - 60))
+        return (x, 150.0, x + 60, 210.0)
+
+    plans = plan_framing(2.0, 7.0, W, H, [(9, 16), (1, 1), (4, 5)], sampled(jumpy, 2.0, 7.0, 4.0), [])
+    assert not any(plan.padded for plan in plans.values())
+    assert all(plan.padded_reason is None for plan in plans.values())
+
+
+def test_a_product_crossing_a_caption_wider_than_the_crop_is_letterboxed_for_that_reason() -> None:
+    caption = (
+        250.0,
+        300.0,
+        470.0,
+        340.0,
+    )  # 220 px: no 9:16 crop (198 px) can hold it, so crops must avoid it
+
+    def crossing(t: float) -> Box:
+        x = 60 + 88 * (t - 2.0)
+        return (x, 120.0, x + 60, 200.0)
+
+    text = [(t, [caption]) for t in np.arange(1.0, 8.0, 0.5)]
+    plans = plan_framing(2.0, 7.0, W, H, [(9, 16), (16, 9)], sampled(crossing, 2.0, 7.0, 2.0), text)
+    portrait = plans["9:16"]
+    assert portrait.padded and portrait.padded_reason == PAD_TEXT_AND_SUBJECT
+    assert not plans["16:9"].padded

@@ -94,7 +94,13 @@ def test_subject_stays_inside_and_motion_is_smooth(
         inside = [
             subject_inside(rect, box, 2) for (_, rect), box in zip(spec.crops, shown, strict=True) if box
         ]
-        assert len(inside) > 100 and np.mean(inside) >= 0.98, (item, spec.aspect, np.mean(inside))
+        # crop first: a crop may let the product out for up to FramingParams.pad_share of the window where
+        # text pins it, rather than letterbox the whole clip
+        assert len(inside) > 100 and np.mean(inside) >= 1 - params.pad_share, (
+            item,
+            spec.aspect,
+            np.mean(inside),
+        )
         length = moving_length(spec, truth.width, truth.height)
         accel = centre_acceleration(spec, result.cuts, SPAN_S)
         assert p95(accel) <= params.max_accel * length + QUANTISATION, (item, spec.aspect, p95(accel))

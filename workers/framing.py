@@ -141,6 +141,12 @@ def static_subject_path(
 #: a cut repositions the crop within this many seconds (keys straddle the cut)
 CUT_EPSILON_S = 1e-3
 
+# Why a clip is letterboxed: cropping is the rule, these are the only exceptions.
+PAD_SUBJECT_TOO_BIG = "the subject is larger than the crop"
+PAD_TEXT_AND_SUBJECT = "text and subject cannot be separated"
+PAD_NO_TEXT_SAFE_CROP = "every crop of this aspect cuts text"
+PAD_REASONS = (PAD_SUBJECT_TOO_BIG, PAD_TEXT_AND_SUBJECT, PAD_NO_TEXT_SAFE_CROP)
+
 
 @dataclass(frozen=True)
 class FramingParams:
@@ -157,8 +163,12 @@ class FramingParams:
     max_accel: float = 1.0
     #: time constant of the smoothing: motion faster than this is filtered out of the path
     smoothing_s: float = 0.6
-    #: share of planning keys where the subject may fall outside the crop before a wider region is tried
+    #: share of planning keys where the subject may fall outside a letterboxed region before a wider one is
+    #: tried (the aspect's own crop is never widened for misses alone: see pad_share)
     subject_miss: float = 0.0
+    #: share of planning keys where the subject is larger than the aspect's crop, or text and subject cannot
+    #: be separated, before the clip is letterboxed instead of cropped
+    pad_share: float = 0.05
     #: region widths tried, evenly from the aspect's crop up to the whole frame, before padding gives up
     pad_steps: int = 8
     #: positions tried by the dynamic programme on the moving axis (more is finer and slower)
@@ -180,6 +190,8 @@ class FramingPlan:
     text_boxes: tuple[Box, ...]
     #: whether any segment's crop moves (False: one steady rectangle per shot)
     moves: bool
+    #: why the clip is letterboxed (one of PAD_REASONS), None when it is cropped
+    padded_reason: str | None = None
 
     @property
     def label(self) -> str:
@@ -414,6 +426,8 @@ class _Segment:
     inside: list[Interval | None]
     #: desired crop position (subject centred) per key
     target: np.ndarray
+    #: the subject's box per key (None: no subject samples in the segment)
+    subject_boxes: np.ndarray | None
 
 
 def _build_segment(
@@ -452,7 +466,7 @@ def _build_segment(
         target[i] = min(max((a + b) / 2 - line.crop / 2, 0.0), float(line.last))
         subject_ok[i] = _fit(line, a - margin, b + margin)
         inside[i] = _fit(line, a, b)
-    return _Segment(times, safe, between, subject_ok, inside, target)
+    return _Segment(times, safe, between, subject_ok, inside, target, boxes)
 
 
 def _fit(line: _Line, a: float, b: float) -> Interval | None:
@@ -600,13 +614,15 @@ def _smooth(
     return np.clip(x, lo, hi) * scale
 
 
-def _plan_segment(segment: _Segment, line: _Line, params: FramingParams) -> tuple[list[int], bool] | None:
-    """Even positions per key (one position when steady) and whether it moves; None when no text-safe path
-    keeps the subject inside."""
+def _plan_segment(
+    segment: _Segment, line: _Line, params: FramingParams, miss_share: float
+) -> tuple[list[int], bool, int] | None:
+    """Even positions per key (one position when steady), whether it moves and at how many keys the subject
+    falls outside; None when no text-safe path keeps the subject inside at all but miss_share of the keys."""
     steady = _steady(segment, line)
     if steady is not None:
-        return [steady], False
-    allowed_misses = params.subject_miss * len(segment.safe)
+        return [steady], False, 0
+    allowed_misses = miss_share * len(segment.safe)
     # keys where no text-safe position holds the subject are misses on every path: too many of them rule the
     # region out without the dynamic programme (the usual fate of all but the last region tried)
     forced = sum(
@@ -627,7 +643,7 @@ def _plan_segment(segment: _Segment, line: _Line, params: FramingParams) -> tupl
     lo = np.array([c[0] for c in corridors])
     hi = np.array([c[1] for c in corridors])
     positions = np.clip(np.round(raw / 2) * 2, lo, hi).astype(int)
-    return [int(p) for p in positions], True
+    return [int(p) for p in positions], True, misses
 
 
 def _segments(start: float, end: float, cuts: Sequence[float]) -> list[tuple[float, float]]:
@@ -661,39 +677,107 @@ def _candidates(size: AspectSize, width: int, height: int, params: FramingParams
     return [first, *(_Line(first.axis, first.length, first.perp, n, 0, first.perp) for n in lengths)]
 
 
+def _too_big(segments: Sequence[_Segment], line: _Line) -> tuple[int, int]:
+    """(keys, keys where the subject is longer than the crop along its moving axis)."""
+    keys = too_big = 0
+    for segment in segments:
+        keys += len(segment.times)
+        if segment.subject_boxes is None:
+            continue
+        for box, inside in zip(segment.subject_boxes, segment.inside, strict=True):
+            a, b, _, _ = line.split((box[0], box[1], box[2], box[3]))
+            too_big += inside is None and min(b, line.length) - max(a, 0) > line.crop
+    return keys, too_big
+
+
+@dataclass(frozen=True)
+class _LinePlan:
+    keys: list[tuple[float, CropRect]]
+    moves: bool
+    #: planning keys where the subject falls outside the crop though it would fit
+    misses: int
+
+
+def _plan_line(
+    line: _Line, segments: Sequence[_Segment], params: FramingParams, miss_share: float
+) -> _LinePlan | None:
+    """Key rectangles over every segment of the window on this line; None when a segment has no text-safe
+    path that misses the subject at most miss_share of its keys."""
+    keys: list[tuple[float, CropRect]] = []
+    moves = False
+    misses = 0
+    for k, segment in enumerate(segments):
+        planned = _plan_segment(segment, line, params, miss_share)
+        if planned is None:
+            return None
+        positions, moving, missed = planned
+        moves = moves or moving
+        misses += missed
+        if moving:
+            keys += [(float(t), line.rect(p)) for t, p in zip(segment.times, positions, strict=True)]
+        else:
+            keys.append((float(segment.times[0]), line.rect(positions[0])))
+            if k < len(segments) - 1:
+                keys.append((float(segment.times[-1]), line.rect(positions[0])))
+    return _LinePlan(keys, moves, misses)
+
+
 def _plan_aspect(
     size: AspectSize,
     width: int,
     height: int,
-    segments: list[tuple[float, float]],
+    spans: list[tuple[float, float]],
     subject: Sequence[tuple[float, Box | None]],
     track: _TextTrack,
     params: FramingParams,
     regions: list[Box],
 ) -> FramingPlan:
+    """Crop first: the aspect's own crop follows the subject as well as text safety and the motion bounds
+    allow. It is letterboxed (the shown region widened) only when the subject is larger than the crop, or text
+    keeps the crop off a subject that would fit, at more than pad_share of the keys, or no crop avoids
+    cutting text."""
     text_margin = params.text_margin * min(width, height)
     # subject samples this far beyond a window edge (not a cut) still describe the same shot
     reach = max(1.0, params.key_step_s)
-    for index, line in enumerate(_candidates(size, width, height, params)):
-        keys: list[tuple[float, CropRect]] = []
-        moves = False
-        for k, (t0, t1) in enumerate(segments):
-            last = k == len(segments) - 1
-            samples = _subject_samples(subject, t0, t1, k > 0, not last, reach)
-            segment = _build_segment(line, t0, t1, last, samples, track, params, text_margin)
-            planned = _plan_segment(segment, line, params)
-            if planned is None:
-                break
-            positions, moving = planned
-            moves = moves or moving
-            if moving:
-                keys += [(float(t), line.rect(p)) for t, p in zip(segment.times, positions, strict=True)]
-            else:
-                keys.append((t0, line.rect(positions[0])))
-                if not last:
-                    keys.append((float(segment.times[-1]), line.rect(positions[0])))
+
+    def segments_on(line: _Line, text: _TextTrack) -> list[_Segment]:
+        return [
+            _build_segment(
+                line,
+                t0,
+                t1,
+                k == len(spans) - 1,
+                _subject_samples(subject, t0, t1, k > 0, k < len(spans) - 1, reach),
+                text,
+                params,
+                text_margin,
+            )
+            for k, (t0, t1) in enumerate(spans)
+        ]
+
+    crop, *wider = _candidates(size, width, height, params)
+    on_crop = segments_on(crop, track)
+    keys, too_big = _too_big(on_crop, crop)
+    reason: str | None = PAD_SUBJECT_TOO_BIG if too_big > params.pad_share * keys else None
+    if reason is None:
+        cropped = _plan_line(crop, on_crop, params, miss_share=1.0)
+        if cropped is None:
+            reason = PAD_NO_TEXT_SAFE_CROP
         else:
-            return FramingPlan(size, tuple(keys), index > 0, tuple(regions), moves)
+            # misses the motion bounds alone would cause (an erratic subject) are the crop's to take; only
+            # those that text adds justify showing a wider, letterboxed region
+            free = _plan_line(crop, segments_on(crop, _TextTrack([])), params, miss_share=1.0)
+            text_misses = cropped.misses - (free.misses if free is not None else 0)
+            if text_misses <= params.pad_share * keys:
+                return FramingPlan(size, tuple(cropped.keys), False, tuple(regions), cropped.moves)
+            reason = PAD_TEXT_AND_SUBJECT
+    for line in wider:
+        segments = segments_on(line, track)
+        if reason == PAD_SUBJECT_TOO_BIG and _too_big(segments, line)[1] > params.pad_share * keys:
+            continue  # a region the subject does not fit either
+        padded = _plan_line(line, segments, params, params.subject_miss)
+        if padded is not None:
+            return FramingPlan(size, tuple(padded.keys), True, tuple(regions), padded.moves, reason)
     # the last candidate is the whole frame, where every region is inside (clipped to the frame)
     raise AssertionError("a region spanning the frame is text-safe by construction")
 

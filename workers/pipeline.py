@@ -67,8 +67,10 @@ class Analysis:
     #: per aspect label: crop path key times and rectangles (x, y, w, h)
     crop_keys: dict[str, list[tuple[float, int, int, int, int]]]
     subject_boxes: list[tuple[float, float, float, float, float]]
-    #: per aspect label: whether required text forced padding instead of a crop
+    #: per aspect label: whether the clip is letterboxed instead of cropped
     padded: dict[str, bool] = field(default_factory=dict)
+    #: per letterboxed aspect label: why (one of workers.framing.PAD_REASONS)
+    padded_reason: dict[str, str] = field(default_factory=dict)
     #: text regions (source pixels) on screen during the window, merged
     text_boxes: list[tuple[float, float, float, float]] = field(default_factory=list)
 
@@ -84,6 +86,7 @@ class Analysis:
             crop_keys={k: [tuple(r) for r in v] for k, v in data["crop_keys"].items()},  # type: ignore[misc]
             subject_boxes=[tuple(b) for b in data["subject_boxes"]],  # type: ignore[misc]
             padded=dict(data.get("padded", {})),
+            padded_reason=dict(data.get("padded_reason", {})),
             text_boxes=[tuple(b) for b in data.get("text_boxes", [])],  # type: ignore[misc]
         )
 
@@ -327,6 +330,7 @@ def frame_window(
         analysis,
         crop_keys={label: plan.key_tuples() for label, plan in plans.items()},
         padded={label: plan.padded for label, plan in plans.items()},
+        padded_reason={label: plan.padded_reason for label, plan in plans.items() if plan.padded_reason},
         # every plan carries the same merged text regions of the window
         text_boxes=[tuple(round(v, 1) for v in b) for b in next(iter(plans.values())).text_boxes],  # type: ignore[misc]
     )
@@ -405,6 +409,7 @@ def render_and_publish(
                     "width": spec.width,
                     "height": spec.height,
                     "padded": spec.padded,
+                    "padded_reason": analysis.padded_reason.get(spec.aspect),
                     "fps": str(rendered.rate),
                     "frames": spec.frames,
                     "crops": [rect.as_dict(t) for t, rect in spec.crops],

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import errno
 import functools
+import hashlib
 import shutil
 import tempfile
 import time
@@ -30,6 +31,7 @@ from storage.fetch import shown
 from storage.manifest import clip_key, manifest_key, write_manifest
 from storage.store import ObjectStore, left_by_dead_process, process_tag
 from workers.framing import CropPath, CropRect, aspect_size, plan_framing, static_subject_path
+from workers.localise import LOCATE_SIDE, ProductLocator
 from workers.render import EncodeOptions, OutputSpec, render_window
 from workers.scoring import (
     ANALYSIS_LONG_SIDE,
@@ -49,6 +51,10 @@ from workers.windows import Window, best_window, detect_cuts
 
 # A match this strong means the product is on screen; weaker best matches are background texture.
 SUBJECT_MATCH = 0.45
+#: samples of the product this far apart are joined: the box between them is interpolated
+TRACK_GAP_S = 1.0
+#: a frame where the features of a textured product find nothing keeps this share of the template match
+UNLOCATED_WEIGHT = 0.3
 TEXT_MAX_SIDE = 736
 
 
@@ -175,6 +181,12 @@ def cached_template(path: Path, max_pixels: int) -> np.ndarray:
     return _template(path, stat.st_size, stat.st_mtime_ns, max_pixels)
 
 
+def locate_width(info: VideoInfo) -> int:
+    """The width at which frames are sampled for the product locator: its long side at LOCATE_SIDE, never
+    more than the source's own width."""
+    return min(info.width, round(LOCATE_SIDE * info.width / max(info.width, info.height)))
+
+
 def analysis_width(info: VideoInfo) -> int:
     """ANALYSIS_WIDTH, narrower for videos taller than 9:16 so the analysed picture's long side stays bounded."""
     return max(16, min(ANALYSIS_WIDTH, round(ANALYSIS_LONG_SIDE * info.width / info.height)))
@@ -210,20 +222,47 @@ def score_samples(
     scorer: str = "template",
     text: str = "",
 ) -> list[SampleScore]:
-    """Score analysis-sized frames through the inference daemon and take their shot signatures."""
-    scores = score_frames(
-        infer,
-        [(f.t, f.rgb) for f in frames],
-        template,
-        key,
-        (info.width, info.height),
-        scorer=scorer,
-        text=text,
-    )
-    return [
-        SampleScore(s.t, s.match, s.quality, s.box, [round(float(v), 5) for v in shot_signature(f.rgb)])
-        for s, f in zip(scores, frames, strict=True)
-    ]
+    """Score sampled frames (any size): where the product is (workers.localise, in this process), how well the
+    frame shows it and how it looks (the inference daemon), and each frame's shot signature.
+
+    For a textured product its features are the evidence of presence: a frame where they find it scores by
+    their confidence, any other frame by a fraction of the template scorer's match, so background never
+    outscores a frame that shows the product. A plain product keeps the template scorer's match. The box is
+    the located one; the template scorer's own box is used only for a plain product it matches strongly.
+    """
+    size = (info.width, info.height)
+    small = [(f.t, _at_width(f.rgb, analysis_width(info))) for f in frames]
+    scores = score_frames(infer, small, template, key, size, scorer=scorer, text=text)
+    locator = cached_locator(template)
+    out = []
+    for score, frame, (_, picture) in zip(scores, frames, small, strict=True):
+        found = locator.locate(frame.rgb, size)
+        match, box = score.match, found.box
+        if scorer == "template" and locator.textured:
+            match = found.confidence if found.box is not None else UNLOCATED_WEIGHT * score.match
+        if box is None and not locator.textured and score.match >= SUBJECT_MATCH:
+            box = score.box
+        signature = [round(float(v), 5) for v in shot_signature(picture)]
+        out.append(SampleScore(score.t, match, score.quality, box, signature))
+    return out
+
+
+def _at_width(rgb: np.ndarray, width: int) -> np.ndarray:
+    if rgb.shape[1] <= width:
+        return rgb
+    height = max(2, round(rgb.shape[0] * width / rgb.shape[1]))
+    return cv2.resize(rgb, (width, height), interpolation=cv2.INTER_AREA)
+
+
+@functools.lru_cache(maxsize=4)
+def _locator(digest: bytes, template_bytes: bytes, shape: tuple[int, ...]) -> ProductLocator:
+    return ProductLocator(np.frombuffer(template_bytes, np.uint8).reshape(shape))
+
+
+def cached_locator(template: np.ndarray) -> ProductLocator:
+    """The product's locator, built once per main image in a worker process (its keypoints cost ~20 ms)."""
+    data = np.ascontiguousarray(template).tobytes()
+    return _locator(hashlib.blake2b(data, digest_size=16).digest(), data, template.shape)
 
 
 def sample_segment(
@@ -240,7 +279,8 @@ def sample_segment(
     with opener.local_path(entry.image) as image_path:
         template = cached_template(image_path, decoding.max_image_pixels)
     with opener.local_path(entry.video) as path, decoding.open(path, info) as source:
-        frames = source.sample_fast(segment.times, 1.0 / config.sample_fps, width=analysis_width(info))
+        # sampled at the locator's size; the daemon's scorers get them at the analysis size
+        frames = source.sample_fast(segment.times, 1.0 / config.sample_fps, width=locate_width(info))
     text = item_text(entry.title, entry.description)
     return score_samples(infer, frames, template, key, info, scorer=config.scorer, text=text)
 
@@ -262,7 +302,7 @@ def choose(info: VideoInfo, samples: list[SampleScore], config: OutputConfig) ->
         window.start_s + info.start_s, window.end_s + info.start_s, round(window.score, 4), window.truncated
     )
     in_window = [s for s in samples if window.start_s <= s.t < window.end_s]
-    subject = [(s.t, *s.box) for s in in_window if s.box is not None and s.match >= SUBJECT_MATCH]
+    subject = [(s.t, *s.box) for s in in_window if s.box is not None]
     crop_keys: dict[str, list[tuple[float, int, int, int, int]]] = {}
     for pair in config.aspect_pairs:
         size = aspect_size(pair, info.width, info.height, config.max_output_side)
@@ -280,10 +320,18 @@ def choose(info: VideoInfo, samples: list[SampleScore], config: OutputConfig) ->
 
 
 def _subject_near(
-    analysis: Analysis, t: float, within_s: float = 0.25
+    analysis: Analysis, t: float, within_s: float = TRACK_GAP_S
 ) -> tuple[float, float, float, float] | None:
-    """The main-image match box sampled nearest to t, if one lies within `within_s`."""
-    near = [b for b in analysis.subject_boxes if abs(b[0] - t) <= within_s]
+    """The located product at t: between two samples that found it at most within_s apart, the box
+    interpolated (the product moves little in between); else the nearest sample's box within a quarter of
+    that; None otherwise."""
+    boxes = sorted(analysis.subject_boxes)
+    before = next((b for b in reversed(boxes) if b[0] <= t), None)
+    after = next((b for b in boxes if b[0] > t), None)
+    if before is not None and after is not None and after[0] - before[0] <= within_s:
+        w = (t - before[0]) / (after[0] - before[0])
+        return tuple(a + w * (b - a) for a, b in zip(before[1:], after[1:], strict=True))  # type: ignore[return-value]
+    near = [b for b in (before, after) if b is not None and abs(b[0] - t) <= within_s / 4]
     best = min(near, key=lambda b: abs(b[0] - t), default=None)
     return None if best is None else (best[1], best[2], best[3], best[4])
 

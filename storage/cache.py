@@ -6,6 +6,9 @@ Layout under root:
     locks/<sha256(key)>.lock       the entry's flock file, apart from data so a rename never swaps its inode
     evict.lock                     one eviction pass at a time
 
+Folders are created 0700 and files 0600 (reelgen/private.py): the entries are sellers' media, not for other users
+of the node.
+
 An entry's name carries no extension from its URI: a name is something a decoder may go by (a source URI
 ending in .m3u8 would have made a cached "video" a playlist to FFmpeg), and the URI is the seller's choice.
 Entries named with one by earlier versions are never hit again; eviction removes them like any other.
@@ -32,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from reelgen.errors import ConfigError
+from reelgen.private import private_dir
 
 _PART = ".part"
 
@@ -60,8 +64,8 @@ class NodeCache:
         self._data = root / "data"
         self._locks = root / "locks"
         try:
-            self._data.mkdir(parents=True, exist_ok=True)
-            self._locks.mkdir(parents=True, exist_ok=True)
+            private_dir(self._data)
+            private_dir(self._locks)
         except OSError as exc:
             raise ConfigError(f"cannot create cache folder {root}: {exc}; set REELGEN_CACHE_DIR") from exc
 
@@ -102,6 +106,8 @@ class NodeCache:
         part = target.with_name(target.name + _PART)
         part.unlink(missing_ok=True)
         try:
+            # fetch opens the file for writing, which keeps the owner-only mode it is created with here
+            os.close(os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
             fetch(part)
             os.replace(part, target)
         except BaseException:
@@ -167,7 +173,7 @@ class _EntryLock:
     def _lock(self, operation: int) -> bool:
         while True:
             if self._fd is None:
-                self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+                self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
             try:
                 fcntl.flock(self._fd, operation)
             except BlockingIOError:

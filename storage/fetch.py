@@ -11,7 +11,8 @@ HTTP sources are untrusted input, so:
   redirect hop (redirects are followed by hand, at most max_redirects), and the socket actually connected is
   vetted before a byte is sent, which closes the DNS-rebinding gap between our lookup and the client's own.
   Proxies from the environment are ignored (trust_env=False): through a proxy the connected peer says nothing
-  about the final host;
+  about the final host. An IPv6 address that carries an IPv4 one (IPv4-mapped, 6to4, Teredo, NAT64) is judged
+  by that IPv4 address too, since that is where its packets are delivered;
 - retries with exponential backoff on connection errors and 5xx, Retry-After honoured (bounded) on 429/503;
 - at most `host_slots` concurrent downloads per host across all processes of the node (flock'ed slot files).
 """
@@ -54,6 +55,8 @@ IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 _CHUNK = 1 << 20
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 _GONE = frozenset({404, 410})
+# RFC 6052's well-known prefix: a NAT64 gateway delivers to the IPv4 address in the last 32 bits
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
 
 
 def shown(url: str) -> str:
@@ -80,10 +83,28 @@ def scrubbed(text: str, url: str) -> str:
     return text
 
 
+def carried_ipv4(address: ipaddress.IPv6Address) -> tuple[str, ipaddress.IPv4Address] | None:
+    """The IPv4 address a 6to4, Teredo (its client, un-XORed) or NAT64 address delivers to, with the kind."""
+    if address.sixtofour is not None:
+        return "6to4", address.sixtofour
+    if address.teredo is not None:
+        return "Teredo", address.teredo[1]
+    if address in _NAT64:
+        return "NAT64", ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    return None
+
+
 def forbidden_reason(address: IPAddress) -> str | None:
     """Why address may not be fetched from when private addresses are refused, or None if it is public."""
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            # the IPv4 address itself, written in IPv6 notation
+            address = address.ipv4_mapped
+        elif (carried := carried_ipv4(address)) is not None:
+            kind, ipv4 = carried
+            reason = forbidden_reason(ipv4)
+            if reason is not None:
+                return f"{reason} ({ipv4} in a {kind} address)"
     checks = (
         # the specific flags first: Python's is_private also covers several of them
         ("loopback", address.is_loopback),

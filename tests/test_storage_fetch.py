@@ -482,12 +482,29 @@ def test_dns_rebinding_is_caught_at_connect(
         ("::", "unspecified"),
         ("::ffff:127.0.0.1", "loopback"),
         ("::ffff:10.0.0.1", "private"),
+        # IPv6 addresses that carry an IPv4 one are judged by it (and then as IPv6 addresses themselves)
+        ("2002:7f00:1::", "loopback (127.0.0.1 in a 6to4 address)"),
+        ("2002:a9fe:a9fe::1", "link-local (169.254.169.254 in a 6to4 address)"),
+        ("2002:0a00:0001:1::1", "private (10.0.0.1 in a 6to4 address)"),
+        # Teredo: server 65.54.227.120, client 127.0.0.1 stored XOR 0xffffffff
+        ("2001:0:4136:e378:8000:63bf:80ff:fffe", "loopback (127.0.0.1 in a Teredo address)"),
+        ("2001:0:4136:e378:8000:63bf:f5ff:fffe", "private (10.0.0.1 in a Teredo address)"),
+        ("64:ff9b::a9fe:a9fe", "link-local (169.254.169.254 in a NAT64 address)"),
         ("93.184.216.34", None),
         ("2606:4700::1111", None),
+        ("2002:5db8:d822::1", None),  # 6to4 of the public 93.184.216.34
     ],
 )
 def test_forbidden_reason(address: str, reason: str | None) -> None:
     assert forbidden_reason(ipaddress.ip_address(address)) == reason
+
+
+def test_a_6to4_address_of_loopback_is_refused_naming_what_it_carries(tmp_path: Path) -> None:
+    policy = _fetcher(tmp_path, exempt_networks=[]).http.policy
+    with pytest.raises(
+        ForbiddenSource, match=r"2002:7f00:1:: is loopback \(127\.0\.0\.1 in a 6to4 address\)"
+    ):
+        policy.check_address(ipaddress.ip_address("2002:7f00:1::"), "http://[2002:7f00:1::]/v.mp4")
 
 
 def test_urls_in_messages_lose_credentials_and_signatures() -> None:

@@ -46,6 +46,20 @@ class SourceUnreachable(FetchError):
     transient = True
 
 
+class SourceTooSlow(FetchError):
+    """The source did not arrive within the download deadline, or came slower than the minimum rate.
+
+    Not transient: a retry would hold a worker for another whole deadline, most likely in vain; `reelgen retry
+    --error SourceTooSlow` fetches such items again once the host is fixed.
+    """
+
+
+class HostBusy(FetchError):
+    """Every download slot for the source's host stayed taken past the wait bound; the task retries later."""
+
+    transient = True
+
+
 class SourceTooLarge(FetchError):
     """The source is larger than the configured byte limit."""
 

@@ -128,6 +128,21 @@ class Settings(BaseSettings):
     max_image_pixels: int = Field(default=40_000_000, gt=0, description="main image pixels, from its header")
     allow_private_http: bool = False
     http_timeout_s: float = Field(default=30.0, gt=0)
+    # A source trickling bytes never lets a read time out: these bound a download as a whole. The defaults pass
+    # a 2 GiB source at 2.4 MB/s (about 20 Mbit/s) and end a trickle after half a minute, well inside the task's
+    # time limit, so the item fails as SourceTooSlow instead of ItemTimeout.
+    download_deadline_s: float = Field(
+        default=900.0,
+        gt=0,
+        description="one source's whole download (HTTP or S3), retries and waits included",
+    )
+    http_min_rate_bytes_s: int = Field(
+        default=128 * 2**10, gt=0, description="least average rate of an HTTP download after the grace period"
+    )
+    http_min_rate_grace_s: float = Field(default=30.0, gt=0, description="seconds before the rate is judged")
+    http_slot_wait_s: float = Field(
+        default=300.0, gt=0, description="how long a download waits for a free slot of its host (HostBusy)"
+    )
     allow_local_sources: bool | None = Field(
         default=None,
         description="catalogs may name local files; unset: only `reelgen run` jobs' catalogs may",

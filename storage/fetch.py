@@ -14,7 +14,11 @@ HTTP sources are untrusted input, so:
   about the final host. An IPv6 address that carries an IPv4 one (IPv4-mapped, 6to4, Teredo, NAT64) is judged
   by that IPv4 address too, since that is where its packets are delivered;
 - retries with exponential backoff on connection errors and 5xx, Retry-After honoured (bounded) on 429/503;
-- at most `host_slots` concurrent downloads per host across all processes of the node (flock'ed slot files).
+- time: a deadline for the whole download (download_deadline_s: attempts, backoff and slot waits included) and,
+  after a grace period, a minimum average rate per attempt (http_min_rate_bytes_s), both breaches SourceTooSlow.
+  Per-read timeouts alone do not bound a source that sends a byte every few seconds;
+- at most `host_slots` concurrent downloads per host across all processes of the node (flock'ed slot files),
+  waited for at most http_slot_wait_s (then HostBusy, transient).
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import os
 import random
 import socket
 import stat
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
@@ -40,8 +45,17 @@ import requests
 from requests.adapters import HTTPAdapter
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+from urllib3.exceptions import HTTPError
 
-from reelgen.errors import ForbiddenSource, SourceNotFound, SourceTooLarge, SourceUnreachable
+from reelgen.errors import (
+    ForbiddenSource,
+    HostBusy,
+    SourceNotFound,
+    SourceTooLarge,
+    SourceTooSlow,
+    SourceUnreachable,
+)
+from reelgen.private import private_dir
 from reelgen.settings import Settings
 from storage.cache import NodeCache
 from storage.s3 import download_object, make_client
@@ -55,6 +69,7 @@ IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 _CHUNK = 1 << 20
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 _GONE = frozenset({404, 410})
+_SLOT_POLL_S = 0.1
 # RFC 6052's well-known prefix: a NAT64 gateway delivers to the IPv4 address in the last 32 bits
 _NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
 
@@ -168,8 +183,9 @@ class AddressPolicy:
         self.check_address(peer, f"connection to {host}")
 
 
-def guarded_adapter(policy: AddressPolicy) -> HTTPAdapter:
-    """A requests adapter whose every new connection is vetted by policy before a byte is sent.
+def guarded_adapter(policy: AddressPolicy, adopt: Callable[[socket.socket], None]) -> HTTPAdapter:
+    """A requests adapter whose every new connection is vetted by policy before a byte is sent, then handed to
+    adopt (a _Watchdog, which may have to shut it down).
 
     This is what closes DNS rebinding: a host that resolved to a public address for check_url and to a private
     one for the client's own lookup is refused here. It overrides urllib3's connection factory (`_new_conn`),
@@ -182,6 +198,7 @@ def guarded_adapter(policy: AddressPolicy) -> HTTPAdapter:
         except BaseException:
             sock.close()
             raise
+        adopt(sock)
         return sock
 
     class Connection(HTTPConnection):
@@ -214,20 +231,27 @@ class HostSlots:
             raise ValueError("per_host must be at least 1")
         self.root = root
         self.per_host = per_host
-        root.mkdir(parents=True, exist_ok=True)
+        private_dir(root)
 
     @contextlib.contextmanager
-    def hold(self, host: str) -> Iterator[None]:
+    def hold(self, host: str, wait_s: float) -> Iterator[None]:
+        """One of host's slots for the block; HostBusy if none frees up within wait_s."""
         stem = hashlib.sha256(host.lower().encode()).hexdigest()[:24]
         fds = [
-            os.open(self.root / f"{stem}.{i}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+            os.open(self.root / f"{stem}.{i}.lock", os.O_RDWR | os.O_CREAT, 0o600)
             for i in range(self.per_host)
         ]
         try:
-            held = next((fd for fd in fds if _try_flock(fd)), None)
-            if held is None:
-                # Blocking on one random slot instead of polling all: waiters spread over slots, no busy loop.
-                fcntl.flock(random.choice(fds), fcntl.LOCK_EX)
+            give_up = time.monotonic() + wait_s
+            # Polled: flock cannot wait with a timeout. The jitter keeps waiters from polling in lockstep.
+            while not any(_try_flock(fd) for fd in fds):
+                left = give_up - time.monotonic()
+                if left <= 0:
+                    raise HostBusy(
+                        f"{host}: all {self.per_host} download slots of this node stayed taken for {wait_s:.1f} s "
+                        "(http_slot_wait_s); the task retries later"
+                    )
+                time.sleep(min(left, random.uniform(0.5, 1.5) * _SLOT_POLL_S))
             yield
         finally:
             for fd in fds:
@@ -264,6 +288,85 @@ def parse_retry_after(value: str | None, now: datetime | None = None) -> float |
     return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
 
 
+class _Watchdog:
+    """Ends an HTTP attempt that runs past the download's deadline or, once the grace period is over, averages
+    less than the minimum rate, by shutting its sockets down: that wakes whichever read is blocked on them, which
+    then fails or ends, and `check` names the breach.
+
+    A thread, because checks between reads would not do: the HTTP client reads the status line and headers without
+    returning to us, and a source sending a byte at a time never lets a single read time out.
+    """
+
+    def __init__(self, url: str, deadline: float, deadline_s: float, min_rate: float, grace_s: float) -> None:
+        self.url = url
+        self.deadline = deadline
+        self.deadline_s = deadline_s
+        self.min_rate = min_rate
+        self.grace_s = grace_s
+        self.started = time.monotonic()
+        #: body bytes so far; written by the reading thread only
+        self.received = 0
+        self._breach: str | None = None
+        self._sockets: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="download-watchdog", daemon=True)
+
+    def __enter__(self) -> _Watchdog:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._done.set()
+        self._thread.join()
+
+    def adopt(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._sockets.append(sock)
+            if self._breach is not None:
+                _shut(sock)
+
+    def check(self) -> None:
+        """SourceTooSlow if the attempt was ended: its reads then look like a dropped connection or a short body."""
+        if self._breach is not None:
+            raise SourceTooSlow(self._breach)
+
+    def _watch(self) -> None:
+        while not self._done.wait(max(0.0, self._due() - time.monotonic())):
+            breach = self._judge(time.monotonic())
+            if breach is not None:
+                with self._lock:
+                    self._breach = breach
+                    for sock in self._sockets:
+                        _shut(sock)
+                return
+
+    def _due(self) -> float:
+        # the average falls under the minimum once more time has passed than the bytes so far make up for
+        return min(self.deadline, self.started + max(self.grace_s, self.received / self.min_rate))
+
+    def _judge(self, now: float) -> str | None:
+        if now >= self.deadline:
+            return (
+                f"{shown(self.url)}: not downloaded within {self.deadline_s:g} s (download_deadline_s); "
+                f"{self.received} bytes had arrived"
+            )
+        # called at _due, never before the grace period is over
+        elapsed = now - self.started
+        if self.received < self.min_rate * elapsed:
+            return (
+                f"{shown(self.url)}: {self.received / elapsed:.0f} bytes/s on average over {elapsed:.1f} s, "
+                f"under the minimum of {self.min_rate:g} (http_min_rate_bytes_s)"
+            )
+        return None
+
+
+def _shut(sock: socket.socket) -> None:
+    # shutdown, not close: the descriptor stays the client's to close, so it cannot be reused meanwhile
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)
+
+
 class HttpDownloader:
     """One http(s) source to one local file, under the policies in the module docstring."""
 
@@ -274,6 +377,10 @@ class HttpDownloader:
         *,
         timeout_s: float,
         max_bytes: int,
+        deadline_s: float,
+        min_rate_bytes_s: float,
+        rate_grace_s: float,
+        slot_wait_s: float,
         max_attempts: int = 4,
         backoff_s: float = 0.5,
         max_retry_after_s: float = 30.0,
@@ -284,6 +391,10 @@ class HttpDownloader:
         self.slots = slots
         self.timeout_s = timeout_s
         self.max_bytes = max_bytes
+        self.deadline_s = deadline_s
+        self.min_rate_bytes_s = min_rate_bytes_s
+        self.rate_grace_s = rate_grace_s
+        self.slot_wait_s = slot_wait_s
         self.max_attempts = max_attempts
         self.backoff_s = backoff_s
         self.max_retry_after_s = max_retry_after_s
@@ -292,18 +403,23 @@ class HttpDownloader:
 
     def download(self, url: str, dest: Path) -> int:
         host = urlparse(url).hostname or ""
+        deadline = time.monotonic() + self.deadline_s
         last: _Retryable | None = None
         for attempt in range(1, self.max_attempts + 1):
             try:
-                with self.slots.hold(host):
-                    return self._attempt(url, dest)
+                wait_s = max(0.0, min(self.slot_wait_s, deadline - time.monotonic()))
+                with self.slots.hold(host, wait_s):
+                    return self._attempt(url, dest, deadline)
             except _Retryable as exc:
                 last = exc
-                if attempt < self.max_attempts:
-                    delay = self._delay(attempt, exc.retry_after)
-                    log.warning("fetch %s: %s; retry %d in %.2fs", shown(url), exc, attempt, delay)
-                    self._sleep(delay)
-        raise SourceUnreachable(f"{shown(url)}: {last} (gave up after {self.max_attempts} attempts)")
+                if attempt == self.max_attempts:
+                    break
+                delay = self._delay(attempt, exc.retry_after)
+                if time.monotonic() + delay >= deadline:
+                    break
+                log.warning("fetch %s: %s; retry %d in %.2fs", shown(url), exc, attempt, delay)
+                self._sleep(delay)
+        raise SourceUnreachable(f"{shown(url)}: {last} (gave up after {attempt} attempts)")
 
     def _delay(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:
@@ -312,26 +428,36 @@ class HttpDownloader:
         ceiling = self.backoff_s * 2 ** (attempt - 1)
         return random.uniform(ceiling / 2, ceiling)
 
-    def _attempt(self, url: str, dest: Path) -> int:
-        with requests.Session() as session:
+    def _attempt(self, url: str, dest: Path, deadline: float) -> int:
+        watchdog = _Watchdog(url, deadline, self.deadline_s, self.min_rate_bytes_s, self.rate_grace_s)
+        with watchdog, requests.Session() as session:
             session.trust_env = False
-            adapter = guarded_adapter(self.policy)
+            adapter = guarded_adapter(self.policy, watchdog.adopt)
             session.mount("http://", adapter)
             session.mount("https://", adapter)
-            response = self._open(session, url)
-            with response:
-                self._check_status(response, url)
-                return self._stream(response, url, dest)
+            try:
+                response = self._open(session, url, deadline)
+                with response:
+                    self._check_status(response, url)
+                    written = self._stream(response, url, dest, watchdog)
+            except _Retryable:
+                watchdog.check()
+                raise
+            # a body cut short by the watchdog can end like a whole one (no Content-Length)
+            watchdog.check()
+            return written
 
-    def _open(self, session: requests.Session, url: str) -> requests.Response:
+    def _open(self, session: requests.Session, url: str, deadline: float) -> requests.Response:
         for _hop in range(self.max_redirects + 1):
             self.policy.check_url(url)
+            # the watchdog can only end connections that are open: a connect is bounded by the deadline here
+            timeout = min(self.timeout_s, max(deadline - time.monotonic(), 0.01))
             try:
                 response = session.get(
                     url,
                     stream=True,
                     allow_redirects=False,
-                    timeout=self.timeout_s,
+                    timeout=timeout,
                     headers={"Accept-Encoding": "identity"},
                 )
             except (requests.ConnectionError, requests.Timeout) as exc:
@@ -353,7 +479,7 @@ class HttpDownloader:
             raise _Retryable(f"HTTP {status}", retry_after)
         raise SourceUnreachable(f"{shown(url)}: HTTP {status} {response.reason}")
 
-    def _stream(self, response: requests.Response, url: str, dest: Path) -> int:
+    def _stream(self, response: requests.Response, url: str, dest: Path, watchdog: _Watchdog) -> int:
         declared = response.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > self.max_bytes:
             raise SourceTooLarge(
@@ -362,14 +488,16 @@ class HttpDownloader:
         written = 0
         try:
             with open(dest, "wb") as out:
-                for chunk in response.iter_content(_CHUNK):
+                # read1 returns what one read of the socket gave: the watchdog counts bytes as they arrive
+                while chunk := response.raw.read1(_CHUNK, decode_content=True):
                     written += len(chunk)
+                    watchdog.received = written
                     if written > self.max_bytes:
                         raise SourceTooLarge(
                             f"{shown(url)} exceeds the limit of {self.max_bytes} bytes (max_source_bytes)"
                         )
                     out.write(chunk)
-        except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError) as exc:
+        except HTTPError as exc:
             raise _Retryable(f"download interrupted: {scrubbed(str(exc), url)}") from exc
         return written
 
@@ -401,6 +529,10 @@ class Fetcher:
             HostSlots(self.cache.root / "hosts", host_slots),
             timeout_s=settings.http_timeout_s,
             max_bytes=settings.max_source_bytes,
+            deadline_s=settings.download_deadline_s,
+            min_rate_bytes_s=settings.http_min_rate_bytes_s,
+            rate_grace_s=settings.http_min_rate_grace_s,
+            slot_wait_s=settings.http_slot_wait_s,
             max_attempts=max_attempts,
             backoff_s=backoff_s,
             max_retry_after_s=max_retry_after_s,
@@ -431,7 +563,14 @@ class Fetcher:
     def _fetch_s3(self, uri: Uri, dest: Path) -> None:
         if not uri.path:
             raise SourceNotFound(f"{uri.raw}: an s3 source needs a key (s3://bucket/key)")
-        download_object(self._s3(), uri.authority, uri.path, dest, max_bytes=self.settings.max_source_bytes)
+        download_object(
+            self._s3(),
+            uri.authority,
+            uri.path,
+            dest,
+            max_bytes=self.settings.max_source_bytes,
+            deadline_s=self.settings.download_deadline_s,
+        )
 
     def _fetch_http(self, uri: Uri, dest: Path) -> None:
         self.http.download(uri.raw, dest)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ from boto3.s3.transfer import TransferConfig
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from reelgen.errors import SourceNotFound, SourceTooLarge, SourceUnreachable, StorageError
+from reelgen.errors import SourceNotFound, SourceTooLarge, SourceTooSlow, SourceUnreachable, StorageError
 from storage.store import check_key
 
 MULTIPART_THRESHOLD = 16 * 2**20
@@ -146,15 +147,19 @@ class S3Store:
             raise StorageError(f"cannot list {self.root}/{prefix}: {exc}") from exc
 
 
-def download_object(client: Any, bucket: str, key: str, dest: Path, *, max_bytes: int) -> int:
-    """Write s3://bucket/key to dest; returns the byte count.
+def download_object(
+    client: Any, bucket: str, key: str, dest: Path, *, max_bytes: int, deadline_s: float
+) -> int:
+    """Write s3://bucket/key to dest within deadline_s seconds (else SourceTooSlow); returns the byte count.
 
     The limit is checked against Content-Length before reading and again while streaming, since the object may
-    be replaced between the two. ChecksumMode makes botocore verify the object's stored checksum at the end of
+    be replaced between the two. The deadline is checked between chunks: a bucket is not a seller's server, so
+    its reads are bounded by botocore's read timeout and nothing watches inside one. ChecksumMode makes botocore verify the object's stored checksum at the end of
     the stream (objects uploaded without one are not verifiable and pass). On failure dest may hold partial
     bytes: callers download into a temporary file (NodeCache's .part) that is discarded on error.
     """
     where = f"s3://{bucket}/{key}"
+    deadline = time.monotonic() + deadline_s
     try:
         response = client.get_object(Bucket=bucket, Key=key, ChecksumMode="ENABLED")
     except ClientError as exc:
@@ -168,12 +173,12 @@ def download_object(client: Any, bucket: str, key: str, dest: Path, *, max_bytes
             raise SourceTooLarge(
                 f"{where} is {length} bytes, over the limit of {max_bytes} (max_source_bytes)"
             )
-        return _stream_to(body, dest, where, max_bytes)
+        return _stream_to(body, dest, where, max_bytes, deadline, deadline_s)
     finally:
         body.close()
 
 
-def _stream_to(body: Any, dest: Path, where: str, max_bytes: int) -> int:
+def _stream_to(body: Any, dest: Path, where: str, max_bytes: int, deadline: float, deadline_s: float) -> int:
     written = 0
     try:
         with open(dest, "wb") as out:
@@ -181,6 +186,11 @@ def _stream_to(body: Any, dest: Path, where: str, max_bytes: int) -> int:
                 written += len(chunk)
                 if written > max_bytes:
                     raise SourceTooLarge(f"{where} exceeds the limit of {max_bytes} bytes (max_source_bytes)")
+                if time.monotonic() > deadline:
+                    raise SourceTooSlow(
+                        f"{where}: not downloaded within {deadline_s:g} s (download_deadline_s); "
+                        f"{written} bytes had arrived"
+                    )
                 out.write(chunk)
     except (BotoCoreError, ClientError) as exc:
         raise SourceUnreachable(f"{where}: download failed: {exc}") from exc

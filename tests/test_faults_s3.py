@@ -182,7 +182,7 @@ def test_a_slow_store_times_out_into_named_errors(
     with pytest.raises(StorageError, match=r"[Tt]imeout|timed out"):
         S3Store(bucket, "out", client=client).put_bytes("k/manifest.json", b"{}", "application/json")
     with pytest.raises(SourceUnreachable, match=r"[Tt]imeout|timed out"):
-        download_object(client, bucket, "src/v.mp4", tmp_path / "v.mp4", max_bytes=1000)
+        download_object(client, bucket, "src/v.mp4", tmp_path / "v.mp4", max_bytes=1000, deadline_s=60)
     assert time.monotonic() - started < 15  # bounded: attempts x timeout, not the 60 s default
     assert proxy.count("GET", "/src/v.mp4") == 2
 
@@ -199,6 +199,7 @@ def test_source_download_answering_503_is_source_unreachable(
             "src/v.mp4",
             tmp_path / "v",
             max_bytes=10,
+            deadline_s=60,
         )
     assert SourceUnreachable.transient  # the task layer retries it before failing the item
     assert proxy.count("GET", "/src/v.mp4") == 2

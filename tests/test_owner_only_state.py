@@ -23,6 +23,7 @@ from gpu_service.shm import SHM_DIR, Segment, sweep_stale
 from jobs.redis_server import EmbeddedRedis
 from reelgen.private import private_dir
 from storage.cache import NodeCache
+from storage.fetch import HostSlots
 
 NOBODY = 65534
 as_root = pytest.mark.skipif(os.geteuid() != 0, reason="planting another user's file takes root")
@@ -64,6 +65,15 @@ def test_node_cache_folders_entries_and_locks_are_owner_only(tmp_path: Path, uma
         assert mode(folder) == 0o700, folder
     files = [*(cache.root / "locks").iterdir(), cache.root / "evict.lock"]
     assert files and all(mode(f) == 0o600 for f in files)
+
+
+def test_host_slot_files_are_owner_only(tmp_path: Path, umask: int) -> None:
+    slots = HostSlots(tmp_path / "cache" / "hosts", per_host=2)
+    with slots.hold("cdn.example", 0):
+        pass
+    assert mode(slots.root) == 0o700
+    locks = list(slots.root.iterdir())
+    assert len(locks) == 2 and all(mode(f) == 0o600 for f in locks)
 
 
 def test_embedded_redis_state_is_owner_only(tmp_path: Path, umask: int) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from moto.server import ThreadedMotoServer
 
-from reelgen.errors import SourceNotFound, SourceTooLarge, StorageError
+from reelgen.errors import SourceNotFound, SourceTooLarge, SourceTooSlow, StorageError
 from storage.s3 import S3Store, download_object, make_client
 from storage.store import open_store
 
@@ -173,18 +173,30 @@ def test_download_object_writes_the_bytes(client: Any, bucket: str, tmp_path: Pa
     data = os.urandom(3 * MiB + 17)
     client.put_object(Bucket=bucket, Key="videos/a.mp4", Body=data, ChecksumAlgorithm="SHA256")
     dest = tmp_path / "a.mp4"
-    assert download_object(client, bucket, "videos/a.mp4", dest, max_bytes=len(data)) == len(data)
+    assert download_object(client, bucket, "videos/a.mp4", dest, max_bytes=len(data), deadline_s=60) == len(
+        data
+    )
     assert dest.read_bytes() == data
 
 
 def test_download_object_enforces_the_byte_limit(client: Any, bucket: str, tmp_path: Path) -> None:
     client.put_object(Bucket=bucket, Key="big.mp4", Body=b"x" * 1001)
     with pytest.raises(SourceTooLarge, match="1001 bytes"):
-        download_object(client, bucket, "big.mp4", tmp_path / "big.mp4", max_bytes=1000)
+        download_object(client, bucket, "big.mp4", tmp_path / "big.mp4", max_bytes=1000, deadline_s=60)
+
+
+def test_download_object_past_its_deadline_is_too_slow(client: Any, bucket: str, tmp_path: Path) -> None:
+    # three chunks: the deadline is checked after each, so a download it has run out on stops after the first
+    client.put_object(Bucket=bucket, Key="slow.mp4", Body=b"x" * (3 * MiB))
+    with pytest.raises(SourceTooSlow, match="download_deadline_s"):
+        download_object(client, bucket, "slow.mp4", tmp_path / "slow.mp4", max_bytes=4 * MiB, deadline_s=1e-6)
+    assert (tmp_path / "slow.mp4").stat().st_size < MiB + 1
 
 
 def test_download_object_missing_key_or_bucket(client: Any, bucket: str, tmp_path: Path) -> None:
     with pytest.raises(SourceNotFound, match="does not exist"):
-        download_object(client, bucket, "nope.mp4", tmp_path / "x", max_bytes=10)
+        download_object(client, bucket, "nope.mp4", tmp_path / "x", max_bytes=10, deadline_s=60)
     with pytest.raises(SourceNotFound):
-        download_object(client, "reelgen-no-such-bucket", "a.mp4", tmp_path / "x", max_bytes=10)
+        download_object(
+            client, "reelgen-no-such-bucket", "a.mp4", tmp_path / "x", max_bytes=10, deadline_s=60
+        )

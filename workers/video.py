@@ -55,7 +55,7 @@ def open_media(path: Path) -> av.container.InputContainer:
         container = av.open(str(path), mode="r", options=dict(_OPEN_OPTIONS))
     except (av.error.FFmpegError, OSError, UnicodeDecodeError) as exc:
         raise UnreadableVideo(
-            f"{path.name}: not a video file reelgen opens ({exc.strerror if isinstance(exc, OSError) else exc}); "
+            f"{path.name}: not a video file reelgen opens ({getattr(exc, 'strerror', None) or exc}); "
             "accepted containers: MP4/MOV, MKV/WebM, AVI, MPEG-TS/PS, FLV, ASF/WMV, Ogg"
         ) from exc
     if not set(container.format.name.split(",")) & set(MEDIA_DEMUXERS):
@@ -92,11 +92,11 @@ class MediaLimits:
     def check_size(self, name: str, width: int, height: int, where: str) -> None:
         if width * height > self.max_pixels:
             raise VideoLimitExceeded(
-                f"{name}: {where} {width}x{height} exceeds the {self.max_pixels} pixel limit"
+                f"{name}: {where} {width}x{height}, over the {self.max_pixels} pixel limit"
             )
         if min(width, height) < self.min_side or max(width, height) > self.max_aspect * min(width, height):
             raise VideoLimitExceeded(
-                f"{name}: {where} {width}x{height} is not a video shape (sides of at least {self.min_side} px, "
+                f"{name}: {where} {width}x{height}, not a video shape (sides of at least {self.min_side} px, "
                 f"at most {self.max_aspect:g}:1)"
             )
 

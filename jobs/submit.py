@@ -20,8 +20,10 @@ SOURCES_FIELD = "sources"
 
 def count_lines(catalog: Path) -> int:
     """Records in a local catalog (a streaming pass: the total that status uses for progress and ETA)."""
+    from jobs.catalog import physical_lines
+
     with open(catalog, "rb") as handle:
-        lines = sum(1 for line in handle if line.strip())
+        lines = sum(1 for _, line in physical_lines(handle) if line is None or line.strip())
     return max(0, lines - 1) if catalog.suffix.lower() == ".csv" else lines
 
 

@@ -298,7 +298,7 @@ def test_a_stage_that_cannot_reach_redis_or_the_broker_is_retried_not_failed(
             retries.append(exc)
             return Retry(exc=exc)
 
-    def stage(_: object) -> None:
+    def stage(*_: object) -> None:
         raise raised
 
     ctx = SimpleNamespace(ledger=ledger, settings=SimpleNamespace(task_retries=2))

@@ -34,12 +34,11 @@ CRASH_TASK = "reelgen.test_crash"
 
 
 @app.task(bind=True, name=CRASH_TASK, acks_late=True)
-def crash(self: Task, job_id: str, entry_json: dict[str, Any]) -> None:
+def crash(self: Task, job_id: str, item_id: str) -> None:
     """Runs in the worker (imported with --include): a stage that kills the worker process."""
     from workers.tasks import _guarded
 
-    entry = CatalogEntry.from_dict(entry_json)
-    _guarded(self, job_id, entry, lambda ctx: os._exit(1))
+    _guarded(self, job_id, item_id, lambda ctx, entry: os._exit(1))
 
 
 def spawn(command: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
@@ -222,7 +221,7 @@ def test_an_item_that_kills_its_worker_is_dead_lettered(
     job = submit_catalog_job(ledger, settings, JobKind.BACKFILL, str(catalog))
     ledger.admit(job.id, "poison", CatalogEntry(**entry).as_dict(), cursor=1)
     ledger.mark_exhausted(job.id)
-    app.send_task(CRASH_TASK, args=(job.id, CatalogEntry(**entry).as_dict()), priority=6)
+    app.send_task(CRASH_TASK, args=(job.id, "poison"), priority=6)
     logs = tmp_path / "logs"
     logs.mkdir()
     worker = spawn(

@@ -117,28 +117,35 @@ def context() -> WorkerContext:
     return _context
 
 
-def _guarded(task: Task, job_id: str, entry: CatalogEntry, stage: Callable[[WorkerContext], T]) -> T:
+def _guarded(task: Task, job_id: str, item_id: str, stage: Callable[[WorkerContext, CatalogEntry], T]) -> T:
     ctx = context()
     task_id = task.request.id or task.name
     # renews the item's lease; a task id still open from an earlier delivery means that delivery killed its
     # worker, and after crash_limit of those the ledger dead-letters the item (-1) instead of looping
-    begun = ctx.ledger.begin_task(
-        job_id, entry.item_id, task_id, ctx.settings.lease_s, ctx.settings.crash_limit
-    )
+    begun = ctx.ledger.begin_task(job_id, item_id, task_id, ctx.settings.lease_s, ctx.settings.crash_limit)
     if begun <= 0:
         raise Ignore()  # dead-lettered now, or no longer in flight (settled, cancelled)
     try:
-        return _run_stage(task, job_id, entry, stage, ctx)
+        # the entry is kept once, in the item's in-flight record: messages name the item, so a catalog entry of
+        # any size never sits in the broker once per stage and segment
+        record = ctx.ledger.item(job_id, item_id)
+        if record is None:
+            raise Ignore()  # settled or cancelled since the task began
+        return _run_stage(task, job_id, CatalogEntry.from_dict(record["entry"]), stage, ctx)
     finally:
-        ctx.ledger.end_task(job_id, entry.item_id, task_id)
+        ctx.ledger.end_task(job_id, item_id, task_id)
 
 
 def _run_stage(
-    task: Task, job_id: str, entry: CatalogEntry, stage: Callable[[WorkerContext], T], ctx: WorkerContext
+    task: Task,
+    job_id: str,
+    entry: CatalogEntry,
+    stage: Callable[[WorkerContext, CatalogEntry], T],
+    ctx: WorkerContext,
 ) -> T:
     cpu0, wall0 = time.process_time(), time.perf_counter()
     try:
-        result = stage(ctx)
+        result = stage(ctx, entry)
         stage_name = task.name.rsplit(".", 1)[-1]
         cpu_s, wall_s = time.process_time() - cpu0, time.perf_counter() - wall0
         ctx.ledger.record_stage(job_id, stage_name, cpu_s, wall_s)
@@ -163,9 +170,14 @@ def _run_stage(
         error = InternalError(f"{type(exc).__name__}: {exc}")
     name = type(error).__name__
     log.warning("item %s failed: %s: %s", entry.item_id, name, error)
-    if ctx.ledger.fail(job_id, entry.item_id, name, str(error), entry=entry.as_dict()):
+    if ctx.ledger.fail(job_id, entry.item_id, name, str(error)):
         count_item("failed", name)
     raise Ignore()
+
+
+def _item_id(state: dict[str, Any]) -> str:
+    # a message published by an earlier version carries the whole entry instead of the item's id
+    return str(state["item_id"] if "item_id" in state else state["entry"]["item_id"])
 
 
 @app.task(bind=True, name="reelgen.prepare", acks_late=True)
@@ -177,19 +189,14 @@ def prepare(self: Task, job_id: str, item: str | dict[str, Any], token: int | No
         raise Ignore()
     if self.request.retries == 0 and ctx.ledger.start(job_id, item_id, ctx.settings.lease_s, token) == 0:
         raise Ignore()  # a stale delivery: the item is no longer in flight, or was re-dispatched since
-    record = ctx.ledger.item(job_id, item_id)
-    if record is None:
-        raise Ignore()  # settled or cancelled since (a retry of this task)
-    entry_json = record["entry"]
-    entry = CatalogEntry.from_dict(entry_json)
 
-    def run(ctx: WorkerContext) -> None:
+    def run(ctx: WorkerContext, entry: CatalogEntry) -> None:
         config = ctx.config(job_id)
         info, segments = pipeline.plan_sampling(entry, ctx.fetcher, ctx.settings, config.sample_fps)
-        ctx.segments.reset(job_id, entry.item_id)
+        ctx.segments.reset(job_id, item_id)
         state = {
             "job_id": job_id,
-            "entry": entry_json,
+            "item_id": item_id,
             "info": pipeline.info_to_json(info),
             "first_at": time.time(),
             "segments": len(segments),
@@ -197,15 +204,15 @@ def prepare(self: Task, job_id: str, item: str | dict[str, Any], token: int | No
         for segment in segments:
             sample_segment.apply_async((state, asdict(segment)), priority=PRIORITY_SAMPLE)
 
-    _guarded(self, job_id, entry, run)
+    _guarded(self, job_id, item_id, run)
 
 
 @app.task(bind=True, name="reelgen.sample_segment", acks_late=True)
 def sample_segment(self: Task, state: dict[str, Any], segment_json: dict[str, Any]) -> None:
-    job_id, entry = state["job_id"], CatalogEntry.from_dict(state["entry"])
+    job_id = state["job_id"]
     segment = Segment(**{**segment_json, "times": tuple(segment_json["times"])})
 
-    def run(ctx: WorkerContext) -> None:
+    def run(ctx: WorkerContext, entry: CatalogEntry) -> None:
         samples = pipeline.sample_segment(
             entry,
             pipeline.info_from_json(state["info"]),
@@ -220,14 +227,14 @@ def sample_segment(self: Task, state: dict[str, Any], segment_json: dict[str, An
         if ctx.segments.store(job_id, entry.item_id, segment.index, state["segments"], result):
             select.apply_async((state,), priority=PRIORITY_SELECT)
 
-    _guarded(self, job_id, entry, run)
+    _guarded(self, job_id, _item_id(state), run)
 
 
 @app.task(bind=True, name="reelgen.select", acks_late=True)
 def select(self: Task, state: dict[str, Any]) -> None:
-    job_id, entry = state["job_id"], CatalogEntry.from_dict(state["entry"])
+    job_id = state["job_id"]
 
-    def run(ctx: WorkerContext) -> None:
+    def run(ctx: WorkerContext, entry: CatalogEntry) -> None:
         results = ctx.segments.collect(job_id, entry.item_id)
         samples = [
             pipeline.SampleScore(**{**s, "box": tuple(s["box"]) if s["box"] else None})
@@ -243,14 +250,14 @@ def select(self: Task, state: dict[str, Any]) -> None:
         render.apply_async((dict(state, analysis=analysis.to_json()),), priority=PRIORITY_RENDER)
         ctx.segments.clear(job_id, entry.item_id)
 
-    _guarded(self, job_id, entry, run)
+    _guarded(self, job_id, _item_id(state), run)
 
 
 @app.task(bind=True, name="reelgen.render", acks_late=True)
 def render(self: Task, state: dict[str, Any]) -> None:
-    job_id, entry = state["job_id"], CatalogEntry.from_dict(state["entry"])
+    job_id, item_id = state["job_id"], _item_id(state)
 
-    def run(ctx: WorkerContext) -> None:
+    def run(ctx: WorkerContext, entry: CatalogEntry) -> None:
         config = ctx.config(job_id)
         pipeline.render_and_publish(
             entry,
@@ -267,5 +274,5 @@ def render(self: Task, state: dict[str, Any]) -> None:
         if ctx.ledger.finish(job_id, entry.item_id):
             count_item("done")
 
-    _guarded(self, job_id, entry, run)
-    log.info("item %s done (pid %d)", entry.item_id, os.getpid())
+    _guarded(self, job_id, item_id, run)
+    log.info("item %s done (pid %d)", item_id, os.getpid())

@@ -6,16 +6,18 @@ Redis URL is set, and `reelgen run` configures it explicitly after it has starte
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import redis
 from celery import Celery
-from celery.signals import worker_init
+from celery.signals import after_setup_logger, after_setup_task_logger, worker_init
 from kombu.exceptions import OperationalError
 
 from jobs import prefork  # noqa: F401  (connects its signal receiver)
 from jobs.cron import beat_schedule
 from jobs.worker_shutdown import StopIdlePoolPromptly, WakeOnShutdown
+from monitoring.logs import escape_handlers
 from reelgen.errors import ConfigError
 from reelgen.processes import exit_with_parent
 from reelgen.settings import Settings, load_settings
@@ -127,3 +129,10 @@ def stop_with_the_run(**_: Any) -> None:
     """A worker that `reelgen run` started stops when the run ends, even when the run is killed outright."""
     if _STARTUP_SETTINGS.parent_pid is not None:
         exit_with_parent(_STARTUP_SETTINGS.parent_pid)
+
+
+@after_setup_logger.connect
+@after_setup_task_logger.connect
+def escape_worker_logs(logger: logging.Logger, **_: Any) -> None:
+    """A worker's log quotes items' sources and errors: text from a catalog must not forge its lines."""
+    escape_handlers(logger)

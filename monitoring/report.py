@@ -17,6 +17,7 @@ from typing import Any
 import cv2
 import numpy as np
 
+from reelgen.text import printable
 from workers.video import VideoSource
 
 THUMB_HEIGHT = 180
@@ -57,8 +58,8 @@ def write_report(
     sections = [_item_section(m, dest, resolve_source, thumbs) for m in manifests]
     page = (
         "<!doctype html>\n<html lang='en'><head><meta charset='utf-8'>"
-        f"<title>{html.escape(title)}</title>\n<style>{_CSS}</style></head>\n<body>\n"
-        f"<h1>{html.escape(title)}</h1>\n<p>{len(manifests)} item(s). Red: text regions; green: the subject; "
+        f"<title>{_text(title)}</title>\n<style>{_CSS}</style></head>\n<body>\n"
+        f"<h1>{_text(title)}</h1>\n<p>{len(manifests)} item(s). Red: text regions; green: the subject; "
         "crops outlined in the overview.</p>\n" + "\n".join(sections) + "\n</body></html>\n"
     )
     index = dest / "index.html"
@@ -83,9 +84,11 @@ def _item_section(
     item_id = str(manifest.get("item_id", "?"))
     window = manifest.get("window") or {}
     start, end = float(window.get("start_s", 0.0)), float(window.get("end_s", 0.0))
-    parts = [f"<section id='{html.escape(item_id)}'><h2>{html.escape(item_id)}</h2>"]
+    parts = [f"<section id='{_text(item_id)}'><h2>{_text(item_id)}</h2>"]
+    if manifest.get("title"):
+        parts.append(f"<p class='title'>{_text(manifest['title'])}</p>")
     parts.append(
-        f"<p>status {html.escape(str(manifest.get('status')))}; window {start:.2f}–{end:.2f} s, "
+        f"<p>status {_text(manifest.get('status'))}; window {start:.2f}–{end:.2f} s, "
         f"score {window.get('score', '?')}</p>"
     )
     curve = manifest.get("curve")
@@ -111,7 +114,7 @@ def _item_section(
     overview = _overview(frames[len(frames) // 2], outputs, text_boxes, subjects)
     cv2.imwrite(str(folder / "overview.png"), overview)
     parts.append(
-        f"<figure><img src='{_safe(item_id)}/overview.png' alt='{html.escape(item_id)} overview'>"
+        f"<figure><img src='{_safe(item_id)}/overview.png' alt='{_text(item_id)} overview'>"
         "<figcaption>mid-window frame with every aspect's crop</figcaption></figure><div class='row'>"
     )
     for output in outputs:
@@ -121,12 +124,18 @@ def _item_section(
         reason = html.escape(str(output.get("padded_reason") or "reason not recorded"))
         padded = f" <span class='padded'>letterboxed: {reason}</span>" if output.get("padded") else ""
         parts.append(
-            f"<figure><img src='{_safe(item_id)}/{name}' alt='{html.escape(item_id)} {html.escape(aspect)}'>"
-            f"<figcaption>{html.escape(aspect)} {output.get('width')}×{output.get('height')}{padded}"
+            f"<figure><img src='{_safe(item_id)}/{name}' alt='{_text(item_id)} {_text(aspect)}'>"
+            f"<figcaption>{_text(aspect)} {output.get('width')}×{output.get('height')}{padded}"
             "</figcaption></figure>"
         )
     parts.append("</div></section>")
     return "\n".join(parts)
+
+
+def _text(value: object) -> str:
+    """Text from a manifest (a seller's title and id among it) for the page: non-printable characters escaped,
+    so that the page's source read in a terminal shows them as text, then escaped for HTML."""
+    return html.escape(printable(str(value)))
 
 
 def _safe(name: str) -> str:

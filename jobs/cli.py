@@ -16,9 +16,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from monitoring.logs import escape_handlers
 from reelgen import __version__
 from reelgen.errors import CatalogError, ConfigError, JobNotFound, JobStateError
 from reelgen.settings import Settings, load_settings
+from reelgen.text import printable
 
 EXIT_USAGE = 2
 DELEGATED = ("flower", "gpu-daemon")
@@ -430,15 +432,33 @@ def main(argv: list[str] | None = None) -> int:
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    escape_handlers(logging.getLogger())
     try:
         code: int = args.func(args)
     except (ConfigError, CatalogError, JobNotFound, JobStateError) as exc:
-        print(f"reelgen: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(f"reelgen: {type(exc).__name__}: {printable(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("reelgen: interrupted", file=sys.stderr)
         return 130
+    except _redis_unreachable() as exc:
+        # a Redis that cannot be reached (or refuses the password) is the setting's problem, not a crash of ours;
+        # redis-py's message names the host and port, never the password
+        print(
+            f"reelgen: {type(exc).__name__}: cannot use the Redis of REELGEN_REDIS_URL: {printable(str(exc))}",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     return code
+
+
+def _redis_unreachable() -> tuple[type[Exception], ...]:
+    # jobs.celery_app.REDIS_UNAVAILABLE, imported only once a command failed: importing that module loads the
+    # settings and the Celery app, which most commands never need
+    import redis
+    from kombu.exceptions import OperationalError
+
+    return (redis.ConnectionError, redis.TimeoutError, OperationalError)
 
 
 if __name__ == "__main__":

@@ -12,8 +12,17 @@ import os
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from gpu_service.config import DaemonSettings
@@ -228,6 +237,21 @@ class Settings(BaseSettings):
             raise ValueError(f"source_buckets takes bucket names, not URIs: {', '.join(bad)}")
         return value
 
+    @field_validator("redis_url")
+    @classmethod
+    def _check_redis_url(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is None or not value.get_secret_value():
+            return None
+        # the message never quotes the URL, nor any part of it: it may hold the password
+        try:
+            parts = urlsplit(value.get_secret_value())
+            parts.port  # noqa: B018  (raises ValueError for a port that is not a number of 0..65535)
+        except ValueError:
+            raise ValueError("not a Redis URL: its host or port cannot be read") from None
+        if parts.scheme not in ("redis", "rediss", "unix"):
+            raise ValueError("not a Redis URL: it must start with redis://, rediss:// or unix://")
+        return value
+
     @field_validator("preset")
     @classmethod
     def _check_preset(cls, value: str) -> str:
@@ -330,5 +354,20 @@ def load_settings(**overrides: Any) -> Settings:
     clean = {k: v for k, v in overrides.items() if v is not None}
     try:
         return Settings(_env_file=env_file, **clean)  # type: ignore[call-arg]
+    except ValidationError as exc:
+        # not chained (from None): pydantic's own text quotes every input, passwords and the Redis URL included,
+        # and a traceback that showed the cause would print them
+        raise ConfigError(_problems(exc)) from None
     except ValueError as exc:
-        raise ConfigError(str(exc)) from exc
+        # pydantic-settings: a variable's JSON does not parse (its message names the field, not the value)
+        raise ConfigError(str(exc)) from None
+
+
+def _problems(error: ValidationError) -> str:
+    """The problems of a ValidationError on one line, each with the variable it is about and never its value."""
+    problems = []
+    for problem in error.errors(include_url=False, include_context=False, include_input=False):
+        variable = "__".join(str(part) for part in problem["loc"]).upper()
+        message = problem["msg"].removeprefix("Value error, ").removeprefix("Assertion failed, ")
+        problems.append(f"REELGEN_{variable}: {message}" if variable else message)
+    return "invalid settings: " + "; ".join(problems)

@@ -6,6 +6,10 @@ as many new items as its own in-flight limit (changeable on a live job) and the 
 higher-class jobs fill first and Redis holds a bounded number of items whatever the catalog sizes. It also runs
 the lease reaper, moves settled results into each job's results index, and ends jobs that are done.
 A job is fed by one dispatcher at a time (a lock in Redis that expires if its holder dies).
+
+Whatever goes wrong in serving one job (its catalog gone, a store that refuses the index, a bug) stays with that
+job: it is tried again from its cursor after a growing pause, and failed with the cause once dispatch_attempts
+tries in a row went wrong, while the dispatcher serves the other jobs throughout.
 """
 
 from __future__ import annotations
@@ -23,11 +27,16 @@ from jobs.celery_app import REDIS_UNAVAILABLE
 from jobs.feed import JobFeed
 from jobs.ledger import JobState, Ledger
 from jobs.reaper import Reaper
-from reelgen.errors import JobNotFound
+from reelgen.errors import JobNotFound, ReelgenError
 from reelgen.settings import Settings
+from reelgen.text import printable
 from storage.store import ObjectStore, open_store
 
 log = logging.getLogger(__name__)
+
+# the longest pause before a job whose serving failed is tried again, and the most of its cause that is kept
+MAX_RETRY_WAIT_S = 60.0
+CAUSE_CHARS = 500
 
 
 class Dispatcher:
@@ -50,6 +59,8 @@ class Dispatcher:
         self.reaper = Reaper(ledger, celery, settings)
         self._last_flush: dict[str, float] = {}
         self._last_reap = 0.0
+        #: jobs whose last serving failed, and when they may be tried again
+        self._retry_at: dict[str, float] = {}
 
     def tick(self) -> int:
         """One pass over the active jobs; returns the number of items admitted."""
@@ -68,52 +79,100 @@ class Dispatcher:
         now = time.monotonic()
         reap_due = now - self._last_reap >= self.settings.reaper_interval_s
         for job_id in ids:
+            if self._retry_at.get(job_id, now) > now:
+                continue  # serving it failed a moment ago
             if not self.ledger.acquire_lock(job_id, self.owner, self.settings.dispatch_lock_s):
                 continue  # another dispatcher feeds it
-            feed = self.feeds.get(job_id) or self._open(job_id)
-            if feed is None:
+            capacity = self.settings.max_in_flight_total - total_in_flight
+            try:
+                count = self._serve_job(job_id, capacity, in_flight[job_id], unindexed[job_id], now, reap_due)
+            except REDIS_UNAVAILABLE:
+                raise  # nothing is wrong with the job: serve() waits for Redis
+            except Exception as exc:
+                self._job_failed(job_id, exc, now)
                 continue
-            job = self.ledger.job(job_id)
-            feed.job.max_in_flight = job.max_in_flight
-            if job.state is JobState.RUNNING and not feed.exhausted:
-                capacity = min(
-                    job.max_in_flight - job.in_flight, self.settings.max_in_flight_total - total_in_flight
-                )
-                if capacity > 0:
-                    count = feed.step(capacity)
-                    admitted += count
-                    total_in_flight += count
-            if reap_due:
-                self.reaper.reap(feed.job)
-            # Waiting results move to the index every index_flush_s, or sooner once index_flush_items wait (Redis
-            # holds a bounded number whatever the throughput), and at once when nothing is in flight: a job
-            # completes only once its results stream is empty.
-            due = now - self._last_flush[job_id] >= self.settings.index_flush_s
-            waiting = unindexed[job_id]
-            if waiting and (due or waiting >= self.settings.index_flush_items or not in_flight[job_id]):
-                feed.index.flush()
-                self._last_flush[job_id] = now
-            final = self.ledger.finish_if_drained(job_id)
-            if final is not None:
-                self._close(job_id, final)
+            admitted += count
+            total_in_flight += count
         if reap_due:
             self._last_reap = now
         # jobs that left the active set otherwise (cancelled) get their last results indexed too
         for job_id in [j for j in self.feeds if j not in ids]:
             self._close(job_id, None)
+        for job_id in [j for j in self._retry_at if j not in ids]:
+            del self._retry_at[job_id]
         return admitted
+
+    def _serve_job(
+        self, job_id: str, capacity: int, in_flight: int, unindexed: int, now: float, reap_due: bool
+    ) -> int:
+        """Feed one job up to its limits, reap its leases, index its results, end it when done; the number of
+        items admitted."""
+        feed = self.feeds.get(job_id) or self._open(job_id)
+        if feed is None:
+            return 0
+        job = self.ledger.job(job_id)
+        feed.job.max_in_flight = job.max_in_flight
+        count = 0
+        if job.state is JobState.RUNNING and not feed.exhausted:
+            capacity = min(job.max_in_flight - job.in_flight, capacity)
+            if capacity > 0:
+                count = feed.step(capacity)
+        if reap_due:
+            self.reaper.reap(feed.job)
+        # Waiting results move to the index every index_flush_s, or sooner once index_flush_items wait (Redis
+        # holds a bounded number whatever the throughput), and at once when nothing is in flight: a job
+        # completes only once its results stream is empty.
+        due = now - self._last_flush[job_id] >= self.settings.index_flush_s
+        if unindexed and (due or unindexed >= self.settings.index_flush_items or not in_flight):
+            feed.index.flush()
+            self._last_flush[job_id] = now
+        if job.feed_errors:
+            self.ledger.feed_recovered(job_id)
+            self._retry_at.pop(job_id, None)
+        final = self.ledger.finish_if_drained(job_id)
+        if final is not None:
+            self._close(job_id, final)
+        return count
+
+    def _job_failed(self, job_id: str, exc: Exception, now: float) -> None:
+        """Serving a job raised: drop its feed (a catalog reader that raised is over, and a feed kept would take
+        the rest of its catalog for empty), try it again from its cursor later, and fail it once
+        dispatch_attempts tries in a row went wrong."""
+        cause = printable(f"{type(exc).__name__}: {exc}")[:CAUSE_CHARS]
+        # a named error says what is wrong; anything else is a bug, whose traceback the operator needs
+        log.error(
+            "job %s: serving it failed: %s",
+            job_id,
+            cause,
+            exc_info=None if isinstance(exc, ReelgenError) else exc,
+        )
+        feed = self.feeds.pop(job_id, None)
+        self._last_flush.pop(job_id, None)
+        if feed is not None:
+            try:
+                feed.close()
+            except Exception:
+                log.exception("job %s: closing its feed failed", job_id)
+        tries = self.ledger.feed_failed(job_id, cause, self.settings.dispatch_attempts)
+        if tries == 0:
+            log.error(
+                "job %s failed: serving it went wrong %d times in a row",
+                job_id,
+                self.settings.dispatch_attempts,
+            )
+            self._retry_at.pop(job_id, None)
+            self.ledger.release_lock(job_id, self.owner)
+            return
+        self._retry_at[job_id] = now + min(
+            MAX_RETRY_WAIT_S, self.settings.dispatch_poll_s * 2 ** max(1, tries)
+        )
 
     def _open(self, job_id: str) -> JobFeed | None:
         try:
             job = self.ledger.job(job_id)
         except JobNotFound:
             return None
-        try:
-            feed = JobFeed(self.ledger, self.celery, self.settings, job, self.store_factory(job.out))
-        except Exception as exc:
-            # a job whose catalog or store cannot be opened must not stop the others; it is retried next tick
-            log.error("job %s: cannot start feeding it: %s: %s", job_id, type(exc).__name__, exc)
-            return None
+        feed = JobFeed(self.ledger, self.celery, self.settings, job, self.store_factory(job.out))
         republished = feed.republish_pending()
         if republished:
             log.info("job %s: re-published %d pending item(s) on take-over", job_id, republished)

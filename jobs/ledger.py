@@ -42,10 +42,12 @@ class JobState(StrEnum):
     COMPLETED = "completed"
     DRAINED = "drained"
     CANCELLED = "cancelled"
+    # serving it raised unexpected errors too many times in a row (the last one is in `error`); then as cancelled
+    FAILED = "failed"
 
     @property
     def finished(self) -> bool:
-        return self in (JobState.COMPLETED, JobState.DRAINED, JobState.CANCELLED)
+        return self in (JobState.COMPLETED, JobState.DRAINED, JobState.CANCELLED, JobState.FAILED)
 
 
 class JobKind(StrEnum):
@@ -115,6 +117,9 @@ class JobRecord:
     started_at: float | None = None
     finished_at: float | None = None
     in_flight: int = 0
+    #: unexpected errors in a row while a dispatcher served the job, and the last one's type and message
+    feed_errors: int = 0
+    error: str = ""
     extra: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -349,10 +354,27 @@ if not redis.call('HGET', KEYS[2], 'started_at') then redis.call('HSET', KEYS[2]
 return 1
 """
 
-_INT_FIELDS = ("cursor", "dispatched", "done", "failed", "skipped", "dead", "redispatched", "gone")
+# KEYS: job, active, inflight, leases; ARGV: cause, attempts, now. Serving the job raised an unexpected error:
+# count it, and once `attempts` came in a row fail the job, dropping its items in flight as a cancel does.
+# Returns the failures in a row so far, 0 when the job failed now, -1 when it was no longer live.
+_FEED_FAILED = """
+local state = redis.call('HGET', KEYS[1], 'state')
+if state ~= 'running' and state ~= 'paused' and state ~= 'draining' then return -1 end
+local tries = redis.call('HINCRBY', KEYS[1], 'feed_errors', 1)
+redis.call('HSET', KEYS[1], 'error', ARGV[1])
+if tries < tonumber(ARGV[2]) then return tries end
+redis.call('HSET', KEYS[1], 'state', 'failed', 'finished_at', ARGV[3], 'failed_in_flight', redis.call('HLEN', KEYS[3]))
+redis.call('DEL', KEYS[3], KEYS[4])
+redis.call('ZREM', KEYS[2], redis.call('HGET', KEYS[1], 'id'))
+return 0
+"""
+
+_INT_FIELDS = (
+    "cursor", "dispatched", "done", "failed", "skipped", "dead", "redispatched", "gone", "feed_errors",
+)  # fmt: skip
 _KNOWN = {
     "id", "kind", "state", "submitted_at", "catalog", "out", "config_hash", "config", "priority", "reprocess",
-    "max_in_flight", "total", "exhausted", "started_at", "finished_at", *_INT_FIELDS,
+    "max_in_flight", "total", "exhausted", "started_at", "finished_at", "error", *_INT_FIELDS,
 }  # fmt: skip
 
 
@@ -375,6 +397,7 @@ class Ledger:
         self._control = client.register_script(_CONTROL)
         self._complete = client.register_script(_COMPLETE)
         self._claim = client.register_script(_CLAIM)
+        self._feed_failed = client.register_script(_FEED_FAILED)
 
     @staticmethod
     def job_key(job_id: str) -> str:
@@ -465,6 +488,7 @@ class Ledger:
             started_at=number("started_at"),
             finished_at=number("finished_at"),
             in_flight=in_flight,
+            error=fields.get("error", ""),
             extra={k: v for k, v in fields.items() if k not in _KNOWN},
             **{name: int(fields.get(name, 0)) for name in _INT_FIELDS},  # type: ignore[arg-type]
         )
@@ -515,6 +539,20 @@ class Ledger:
         if result.startswith("err:"):
             raise JobStateError(f"cannot {action.value} job {job_id}: it is {result[4:]}")
         return JobState(result)
+
+    def feed_failed(self, job_id: str, cause: str, attempts: int) -> int:
+        """Count an unexpected error in serving a job; the job fails once `attempts` came in a row. Returns the
+        failures in a row so far, 0 when the job failed now, -1 when it had already ended."""
+        inflight_key, job_key, _ = self._keys(job_id)
+        keys = [job_key, ACTIVE_KEY, inflight_key, f"{job_key}:leases"]
+        return int(self._feed_failed(keys=keys, args=[cause, attempts, repr(time.time())]))
+
+    def feed_recovered(self, job_id: str) -> None:
+        """A job was served again after failures: the count of failures in a row starts over."""
+        with self.redis.pipeline() as pipe:
+            pipe.hset(self.job_key(job_id), "feed_errors", 0)
+            pipe.hdel(self.job_key(job_id), "error")
+            pipe.execute()
 
     def mark_exhausted(self, job_id: str) -> None:
         self.redis.hset(self.job_key(job_id), "exhausted", 1)

@@ -22,7 +22,7 @@ from gpu_service.supervisor import DaemonProcess
 from gpu_service.usage import DaemonUsage, read_usage
 from jobs.celery_app import app, configure
 from jobs.dispatcher import Dispatcher
-from jobs.ledger import JobKind, JobRecord, Ledger
+from jobs.ledger import JobKind, JobRecord, JobState, Ledger
 from jobs.redis_server import EmbeddedRedis
 from jobs.submit import submit_catalog_job
 from jobs.worker_pool import WorkerPool
@@ -31,6 +31,7 @@ from reelgen.errors import CatalogError
 from reelgen.private import private_dir
 from reelgen.processes import terminate
 from reelgen.settings import Settings
+from reelgen.text import printable
 from storage.store import open_store
 
 log = logging.getLogger(__name__)
@@ -78,10 +79,16 @@ def summarise(
         f"in {elapsed_s:.1f} s; outputs in {out_uri}",
         file=stream,
     )
+    if job.state is JobState.FAILED:
+        print(f"  the job failed: {printable(job.error)}", file=stream)
     if inference is not None:
         print(f"  {inference.describe()}", file=stream)
     for failure in ledger.failures(job.id):
-        print(f"  FAILED {failure.item_id}: {failure.error}: {failure.message}", file=stream)
+        # messages quote catalog text (ids, URIs): escaped, it cannot rewrite the terminal or forge a line
+        print(
+            f"  FAILED {printable(failure.item_id)}: {printable(failure.error)}: {printable(failure.message)}",
+            file=stream,
+        )
 
 
 @dataclass(frozen=True)
@@ -152,7 +159,8 @@ def run_catalog(settings: Settings, catalog: Path, *, stream: TextIO = sys.stdou
         final = ledger.job(job.id)
         summarise(ledger, final, store.root, time.monotonic() - started, inference, stream)
         stages = ledger.stage_totals(job.id)
-    return RunOutcome(EXIT_OK if final.failed == 0 else EXIT_FAILED, final, stages, inference)
+    ok = final.failed == 0 and final.state is not JobState.FAILED
+    return RunOutcome(EXIT_OK if ok else EXIT_FAILED, final, stages, inference)
 
 
 def apply_s3_settings(settings: Settings) -> None:

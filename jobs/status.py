@@ -6,8 +6,9 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from jobs.ledger import JobRecord, Ledger
+from jobs.ledger import JobRecord, JobState, Ledger
 from monitoring.progress import format_duration
+from reelgen.text import printable
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,9 @@ class JobStatus:
     rate_per_s: float
     eta_s: float | None
     top_errors: list[tuple[str, int]]
+    #: unexpected errors in a row while serving the job, and the last one (why a failed job failed)
+    feed_errors: int
+    error: str
     extra: dict[str, str]
 
     def to_json(self) -> dict[str, Any]:
@@ -75,6 +79,8 @@ def job_status(ledger: Ledger, job: JobRecord, now: float | None = None, top: in
         rate_per_s=round(rate, 3),
         eta_s=None if eta is None else round(eta, 1),
         top_errors=errors,
+        feed_errors=job.feed_errors,
+        error=job.error,
         extra=job.extra,
     )
 
@@ -90,6 +96,12 @@ def render(status: JobStatus) -> str:
     ]
     if status.gone:
         lines.append(f"  {status.gone} item(s) gone from the catalog (outputs kept; see _reelgen/gone/)")
+    if status.state == JobState.FAILED:
+        lines.append(f"  the job failed: {printable(status.error)}")
+    elif status.feed_errors:
+        lines.append(
+            f"  serving it failed {status.feed_errors} time(s) in a row, last: {printable(status.error)}"
+        )
     if status.top_errors:
-        lines.append("  errors: " + ", ".join(f"{e} x{n}" for e, n in status.top_errors))
+        lines.append("  errors: " + ", ".join(f"{printable(e)} x{n}" for e, n in status.top_errors))
     return "\n".join(lines)

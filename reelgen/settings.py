@@ -183,6 +183,9 @@ class Settings(BaseSettings):
     dispatch_page: int = Field(default=1000, ge=1, description="catalog lines a dispatcher reads per step")
     dispatch_poll_s: float = Field(default=0.5, gt=0)
     dispatch_lock_s: float = Field(default=30.0, gt=0, description="a dead dispatcher's jobs wait this long")
+    dispatch_attempts: int = Field(
+        default=5, ge=1, description="unexpected errors in a row while serving a job before the job is failed"
+    )
     reaper_interval_s: float = Field(default=10.0, gt=0)
     index_flush_s: float = Field(default=5.0, gt=0, description="how often results go to the results index")
     index_flush_items: int = Field(

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import struct
+import zlib
 from fractions import Fraction
 from pathlib import Path
 
 import av
 import numpy as np
+from av.video.codeccontext import VideoCodecContext
 
 CODE_BITS = 10
 BLOCK = 16
@@ -85,3 +88,36 @@ def make_code_video(
                 container.mux(sound.encode(samples))
             container.mux(sound.encode(None))
     return times
+
+
+def write_mjpeg_sizes(path: Path, sizes: list[tuple[int, int]], fps: int = 10) -> Path:
+    """An MJPEG MKV whose frames have the given sizes (each JPEG carries its own): a resolution switch."""
+    with av.open(str(path), "w") as container:
+        stream = container.add_stream("mjpeg", rate=fps)
+        stream.width, stream.height, stream.pix_fmt = *sizes[0], "yuvj420p"
+        encoders: dict[tuple[int, int], VideoCodecContext] = {sizes[0]: stream.codec_context}
+        for k, (w, h) in enumerate(sizes):
+            if (w, h) not in encoders:
+                extra = av.CodecContext.create("mjpeg", "w")
+                assert isinstance(extra, VideoCodecContext)
+                extra.width, extra.height, extra.pix_fmt, extra.time_base = w, h, "yuvj420p", Fraction(1, fps)
+                encoders[(w, h)] = extra
+            frame = av.VideoFrame.from_ndarray(np.full((h, w, 3), (k * 37) % 255, np.uint8), format="rgb24")
+            frame = frame.reformat(format="yuvj420p")
+            frame.pts, frame.time_base = k, Fraction(1, fps)
+            for packet in encoders[(w, h)].encode(frame):
+                packet.stream, packet.pts, packet.dts, packet.time_base = stream, k, k, Fraction(1, fps)
+                container.mux(packet)
+    return path
+
+
+def write_png_header(path: Path, width: int, height: int) -> Path:
+    """A PNG that claims width×height (a decompression bomb's header) with one tiny compressed row."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    body = chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"\0" * 64)) + chunk(b"IEND", b"")
+    path.write_bytes(b"\x89PNG\r\n\x1a\n" + body)
+    return path

@@ -25,7 +25,9 @@ FRAME = (384, 216)
 def _photo(name: str) -> np.ndarray:
     path = PHOTOS[name]()
     assert path is not None, "python -m tests.fetch_real_media"
-    return cv2.cvtColor(cv2.imread(str(path)), cv2.COLOR_BGR2RGB)
+    picture = cv2.imread(str(path))
+    assert picture is not None
+    return cv2.cvtColor(picture, cv2.COLOR_BGR2RGB)
 
 
 def _backgrounds() -> list[np.ndarray]:
@@ -53,15 +55,17 @@ def _place(
     x = rng.uniform(0, FRAME[0] - size[0])
     y = rng.uniform(0, max(1.0, FRAME[1] - size[1]))
     turn[:, 2] += np.array([x, y]) - corners.min(axis=0)
-    tilt = np.float32([[0, 0], [w, 0], [w, h], [0, h]])
+    tilt = np.array([[0, 0], [w, 0], [w, h], [0, h]], np.float32)
     squeeze = rng.uniform(0.0, 0.15) * w
-    tilted = cv2.getPerspectiveTransform(tilt, np.float32([[squeeze, 0], [w - squeeze, 0], [w, h], [0, h]]))
+    tilted = cv2.getPerspectiveTransform(
+        tilt, np.array([[squeeze, 0], [w - squeeze, 0], [w, h], [0, h]], np.float32)
+    )
     warp = np.vstack([turn, [0, 0, 1]]) @ tilted
     lit = np.clip(photo.astype(np.float32) * rng.uniform(0.65, 1.25, 3), 0, 255).astype(np.uint8)
     pasted = cv2.warpPerspective(lit, warp, FRAME)
     mask = cv2.warpPerspective(np.full((h, w), 255, np.uint8), warp, FRAME)
     frame = np.where(mask[..., None] > 0, pasted, background)
-    outline = cv2.perspectiveTransform(np.float32([[[0, 0], [w, 0], [w, h], [0, h]]]), warp)[0]
+    outline = cv2.perspectiveTransform(np.array([[[0, 0], [w, 0], [w, h], [0, h]]], np.float32), warp)[0]
     box = (*outline.min(axis=0), *outline.max(axis=0))
     # a "hand": a band of another part of the footage over a fifth of the product
     band = int((box[3] - box[1]) / 5)

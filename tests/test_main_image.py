@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import struct
-import zlib
 from pathlib import Path
 
 import cv2
@@ -11,32 +9,18 @@ import numpy as np
 import pytest
 
 from reelgen.errors import ImageError
+from tests.media import write_png_header
 from workers import pipeline
 from workers.video import VideoInfo
 
 
-def _png_header_only(path: Path, width: int, height: int) -> None:
-    """A PNG that claims width×height (a decompression bomb's header) with one tiny compressed row."""
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-
-    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
-    path.write_bytes(
-        b"\x89PNG\r\n\x1a\n"
-        + chunk(b"IHDR", header)
-        + chunk(b"IDAT", zlib.compress(b"\0" * 64))
-        + chunk(b"IEND", b"")
-    )
-
-
 def test_a_huge_main_image_is_refused_from_its_header_before_decoding(tmp_path: Path) -> None:
     bomb = tmp_path / "bomb.png"
-    _png_header_only(bomb, 20_000, 20_000)
+    write_png_header(bomb, 20_000, 20_000)
     with pytest.raises(ImageError, match="over the 40000000 pixel limit"):
         pipeline.load_image(bomb, 40_000_000)
     large = tmp_path / "large.png"
-    _png_header_only(large, 8_000, 6_000)  # under PIL's own bomb guard, over ours
+    write_png_header(large, 8_000, 6_000)  # under PIL's own bomb guard, over ours
     with pytest.raises(ImageError, match="8000x6000, over the 40000000 pixel limit"):
         pipeline.load_image(large, 40_000_000)
     garbage = tmp_path / "garbage.jpg"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from fractions import Fraction
 from pathlib import Path
 
 import av
@@ -14,7 +13,7 @@ import pytest
 from celery.exceptions import SoftTimeLimitExceeded
 
 from reelgen.errors import RenderError, UnreadableVideo, VideoLimitExceeded
-from tests.media import make_code_video, read_code
+from tests.media import make_code_video, read_code, write_mjpeg_sizes
 from workers import render as render_module
 from workers.framing import CropPath, CropRect, aspect_size
 from workers.render import EncodeOptions, OutputSpec, render_window
@@ -159,22 +158,7 @@ def test_limits_are_checked_before_decoding_and_on_every_frame(tmp_path: Path) -
 
 def test_a_resolution_switch_past_the_limit_fails_on_the_frame_that_breaks_it(tmp_path: Path) -> None:
     # a small first frame, then big ones: the limit must hold for every decoded frame, not the first
-    path = tmp_path / "switch.mkv"
-    with av.open(str(path), "w") as container:
-        stream = container.add_stream("mjpeg", rate=10)
-        stream.width, stream.height, stream.pix_fmt = 320, 240, "yuvj420p"
-        big = av.CodecContext.create("mjpeg", "w")
-        big.width, big.height, big.pix_fmt, big.time_base = 1280, 960, "yuvj420p", Fraction(1, 10)
-        for k in range(10):
-            encoder, (w, h) = (stream.codec_context, (320, 240)) if k < 5 else (big, (1280, 960))
-            frame = av.VideoFrame.from_ndarray(np.full((h, w, 3), 40 * (k % 5), np.uint8), format="rgb24")
-            frame = frame.reformat(format="yuvj420p")
-            frame.pts, frame.time_base = k, Fraction(1, 10)
-            for packet in encoder.encode(frame):  # every MJPEG packet is a picture of its own size
-                packet.stream = stream
-                packet.pts = packet.dts = k
-                packet.time_base = Fraction(1, 10)
-                container.mux(packet)
+    path = write_mjpeg_sizes(tmp_path / "switch.mkv", [(320, 240)] * 5 + [(1280, 960)] * 5)
     limits = MediaLimits(max_pixels=640 * 480, max_duration_s=10)
     with VideoSource(path, limits=limits) as source:
         assert (source.info.width, source.info.height) == (320, 240)

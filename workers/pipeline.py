@@ -135,10 +135,10 @@ def plan_sampling(
 ) -> tuple[VideoInfo, list[Segment]]:
     """Probe the video (refusing one past the limits) and cut its sampling into segments at keyframes; the
     main image's header is checked here too, so a bad image fails the item before any sampling."""
-    with opener.local_path(entry.image) as image_path:
-        check_image_header(image_path, settings.max_image_pixels)
     with opener.local_path(entry.video) as path, VideoSource(path, limits=media_limits(settings)) as source:
         info, keyframes = source.info, source.keyframe_times()
+    with opener.local_path(entry.image) as image_path:
+        check_image_header(image_path, settings.max_image_pixels)
     return info, plan_segments(info.start_s, info.duration_s, sample_fps, settings.segment_s, keyframes)
 
 

@@ -222,7 +222,7 @@ class ClusterCollector(Collector):
 
     def _jobs(self) -> Iterator[Metric]:
         ledger = Ledger(self.client)
-        labels = ["job", "kind"]
+        labels = ["job_id", "kind"]
         items = GaugeMetricFamily(
             "reelgen_job_items", "a job's items by ledger counter", labels=[*labels, "counter"]
         )

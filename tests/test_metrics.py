@@ -178,7 +178,7 @@ def test_exporter_reports_queue_depth_and_job_progress_from_redis(
     assert got[("reelgen_queue_messages", (("priority", "6"), ("queue", "reelgen")))] == 3
     assert got[("reelgen_queue_messages", (("priority", "3"), ("queue", "reelgen")))] == 0
     assert got[("reelgen_broker_unacked_messages", ())] == 1
-    labels = (("job", job.id), ("kind", "backfill"))
+    labels = (("job_id", job.id), ("kind", "backfill"))
 
     def counter(name: str) -> float:
         return got[("reelgen_job_items", (("counter", name), *labels))]
@@ -191,7 +191,7 @@ def test_exporter_reports_queue_depth_and_job_progress_from_redis(
     assert got[("reelgen_job_state", (*labels, ("state", "completed")))] == 0
     assert got[("reelgen_job_catalog_exhausted", labels)] == 0
     assert got[("reelgen_job_submitted_timestamp_seconds", labels)] == pytest.approx(job.submitted_at)
-    finished = (("job", old.id), ("kind", "nightly"))
+    finished = (("job_id", old.id), ("kind", "nightly"))
     assert got[("reelgen_job_state", (*finished, ("state", "running")))] == 0
     assert got[("reelgen_job_catalog_exhausted", finished)] == 1
     assert got[("reelgen_items_in_flight", ())] == 2  # the finished job's items are not in flight
@@ -278,3 +278,52 @@ def test_dashboard_panels_are_laid_out_on_the_grid() -> None:
         assert grid["x"] + grid["w"] <= 24 and not math.isnan(grid["y"])
         for target in panel.get("targets", []):
             assert target["expr"].count("(") == target["expr"].count(")"), target["expr"]
+
+
+# Labels Prometheus sets on every scraped series itself: an exported label of the same name is renamed to
+# exported_<name> by a scrape without honor_labels, and queries by it break.
+TARGET_LABELS = {"job", "instance"}
+
+
+def test_exported_labels_follow_conventions_and_match_the_dashboard(
+    tmp_path: Path, redis_server: EmbeddedRedis
+) -> None:
+    env = dict(os.environ, PROMETHEUS_MULTIPROC_DIR=str(tmp_path), PYTHONPATH=str(ROOT))
+    subprocess.run([sys.executable, "-c", _OBSERVER, "1", "InternalError"], env=env, check=True, timeout=60)
+    client = redis.Redis.from_url(redis_server.url)
+    client.flushall()
+    ledger = Ledger(client)
+    job = ledger.create_job(kind=JobKind.RUN, catalog="c", out="o", config_hash="h", config={}, total=1)
+    ledger.admit(job.id, "x", {"item_id": "x"})
+    ledger.fail(job.id, "x", "UnreadableVideo", "truncated")
+    registry = CollectorRegistry()
+    registry.register(metrics.ClusterCollector(client))
+    texts = (generate_latest(metrics.worker_registry(tmp_path)).decode(), generate_latest(registry).decode())
+    client.close()
+    labels_of: dict[str, set[str]] = {}
+    for text in (*texts, daemon_text()):
+        for name, labels in samples(text):
+            labels_of.setdefault(name, set()).update(label for label, _ in labels)
+    collisions = {
+        name: sorted(labels & TARGET_LABELS) for name, labels in labels_of.items() if labels & TARGET_LABELS
+    }
+    assert collisions == {}
+    assert all(re.fullmatch(r"[a-z_][a-z0-9_]*", label) for labels in labels_of.values() for label in labels)
+    assert ("reelgen_job_items", "job_id") in {(n, label) for n, ls in labels_of.items() for label in ls}
+
+    # every label a panel groups, joins or names a legend by is one its series carry (or a target label)
+    for panel in json.loads(DASHBOARD.read_text())["panels"]:
+        for target in panel.get("targets", []):
+            expr = target["expr"]
+            carried = set(TARGET_LABELS)
+            for name in re.findall(r"\breelgen_[a-z_]+", expr):
+                carried |= labels_of[name] | ({"le"} if name.endswith("_bucket") else set())
+            used = {
+                label.strip()
+                for group in re.findall(r"\b(?:by|on)\s*\(([^)]*)\)", expr)
+                for label in group.split(",")
+                if label.strip()
+            }
+            used |= set(re.findall(r"\{\{(\w+)\}\}", target.get("legendFormat", "")))
+            used |= set(re.findall(r"[{,]\s*(\w+)\s*=~?", expr))
+            assert used <= carried, (panel["title"], sorted(used - carried))

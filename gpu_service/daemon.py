@@ -43,11 +43,15 @@ from gpu_service.config import DaemonSettings, MiB
 from gpu_service.metrics import DaemonMetrics
 from gpu_service.scheduler import Batch, Pending, PriorityKey, Scheduler
 from gpu_service.shm import PAGE, Grant, Segment, SlotError, SlotPool, SlotState, align, sweep_stale
+from monitoring.logging_setup import FORMATS, resolve_format, setup_logging
 from reelgen.errors import ConfigError
 from reelgen.private import owner_only_umask, private_dir
 from reelgen.processes import exit_with_parent
 
 log = logging.getLogger("gpu_service.daemon")
+# Start-up and stop are announced whatever --log-level says: supervisors and operators wait for "ready".
+announce = logging.getLogger("gpu_service.daemon.lifecycle")
+announce.setLevel(logging.INFO)
 
 _SEND_TIMEOUT_S = 10.0
 _MAX_SIDE = 16384
@@ -176,7 +180,7 @@ class Daemon:
         if self._failure is not None:
             raise self._failure
         if s.metrics_port is not None:
-            self.metrics_port = self.metrics.serve(s.metrics_port, s.metrics_host)
+            self.metrics_port = self.metrics.serve(s.metrics_port, s.metrics_host, self._health)
         private_dir(s.socket_path.parent)
         with contextlib.suppress(FileNotFoundError):
             s.socket_path.unlink()
@@ -190,6 +194,14 @@ class Daemon:
         accept = threading.Thread(target=self._accept_main, name="gpu-accept", daemon=True)
         accept.start()
         self._threads.append(accept)
+
+    def _health(self) -> str | None:
+        """/healthz: served only once the models are loaded and warmed up, so ready means able to infer."""
+        if self.crashed.is_set():
+            return f"the inference daemon failed: {self._failure}"
+        if self._stopping.is_set():
+            return "the inference daemon is stopping"
+        return None
 
     @staticmethod
     def _refuse_if_served(path: Path) -> None:
@@ -817,6 +829,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--metrics-port", type=int)
     p.add_argument("--no-warmup", action="store_true")
     p.add_argument("--log-level", default="INFO")
+    p.add_argument(
+        "--log-format", choices=FORMATS, help="text or json (default: REELGEN_LOG_FORMAT, else text)"
+    )
     return p
 
 
@@ -880,31 +895,31 @@ def serve(settings: DaemonSettings) -> int:
     # Everything loaded so far (torch, the models) lives as long as the daemon: in the permanent generation,
     # no collection walks it again, including the full one at exit, which took ~0.5 s of every stop.
     gc.freeze()
-    print(
-        f"reelgen gpu daemon ready: socket={settings.socket_path} device={daemon.device} "
-        f"models={','.join(settings.models)} slots={settings.slots}x{settings.slot_bytes} "
-        f"threads={daemon.torch_threads} metrics_port={daemon.metrics_port}",
-        flush=True,
+    announce.info(
+        "reelgen gpu daemon ready: socket=%s device=%s models=%s slots=%dx%d threads=%d metrics_port=%s",
+        settings.socket_path,
+        daemon.device,
+        ",".join(settings.models),
+        settings.slots,
+        settings.slot_bytes,
+        daemon.torch_threads,
+        daemon.metrics_port,
     )
     while not stop.wait(0.5):
         if daemon.crashed.is_set():
             break
     daemon.stop()
-    log.info("stopped")
+    announce.info("reelgen gpu daemon stopped")
     return 1 if daemon.crashed.is_set() else 0
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=args.log_level.upper(),
-        stream=sys.stderr,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
     try:
+        setup_logging(resolve_format(args.log_format), args.log_level.upper())
         settings = settings_from_args(args)
-    except (ValidationError, ValueError) as exc:
+    except (ValidationError, ValueError, ConfigError) as exc:
         print(f"gpu daemon: invalid settings: {exc}", file=sys.stderr)
         return 2
     return serve(settings)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from monitoring.exporter import HealthCheck, MetricsServer
 
 _BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 _SECONDS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
@@ -82,7 +84,6 @@ class DaemonMetrics:
             **labels
         ).set_function(memory_total)
 
-    def serve(self, port: int, host: str) -> int:
-        """Start the /metrics endpoint; returns the bound port (useful with port 0)."""
-        server, _thread = start_http_server(port, addr=host, registry=self.registry)
-        return int(server.server_port)
+    def serve(self, port: int, host: str, health: HealthCheck) -> int:
+        """Start /metrics and /healthz; returns the bound port (useful with port 0)."""
+        return MetricsServer(self.registry, host, port, health).port

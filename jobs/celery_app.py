@@ -17,7 +17,7 @@ from kombu.exceptions import OperationalError
 from jobs import prefork  # noqa: F401  (connects its signal receiver)
 from jobs.cron import beat_schedule
 from jobs.worker_shutdown import StopIdlePoolPromptly, WakeOnShutdown
-from monitoring.logs import escape_handlers
+from monitoring.logging_setup import prepare_handler
 from reelgen.errors import ConfigError
 from reelgen.processes import exit_with_parent
 from reelgen.settings import Settings, load_settings
@@ -134,5 +134,7 @@ def stop_with_the_run(**_: Any) -> None:
 @after_setup_logger.connect
 @after_setup_task_logger.connect
 def escape_worker_logs(logger: logging.Logger, **_: Any) -> None:
-    """A worker's log quotes items' sources and errors: text from a catalog must not forge its lines."""
-    escape_handlers(logger)
+    """A worker's log quotes items' sources and errors: text from a catalog must not forge its lines. Its
+    handlers, Celery's own included, write the configured format and name the job and item of each line."""
+    for handler in logger.handlers:
+        prepare_handler(handler, _STARTUP_SETTINGS.log_format)

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from monitoring.logs import escape_handlers
+from monitoring.logging_setup import FORMATS, resolve_format, setup_logging
 from reelgen import __version__
 from reelgen.errors import CatalogError, ConfigError, JobNotFound, JobStateError
 from reelgen.settings import Settings, load_settings
@@ -145,27 +145,30 @@ def _cmd_status(args: argparse.Namespace) -> int:
 def _cmd_dispatcher(args: argparse.Namespace) -> int:
     from jobs.celery_app import app
     from jobs.dispatcher import Dispatcher
+    from jobs.services import run_dispatcher
 
     settings = _settings(args)
-    dispatcher = Dispatcher(_ledger(settings), app, settings)
     if args.once:
+        dispatcher = Dispatcher(_ledger(settings), app, settings)
         dispatcher.tick()
         dispatcher.close()
         return 0
-    logging.getLogger(__name__).info("dispatcher %s serving", dispatcher.owner)
-    dispatcher.serve()
-    return 0
+    _service_logging()
+    return run_dispatcher(settings, _ledger(settings))
+
+
+def _service_logging() -> None:
+    # a service's log is its record of work, not a terminal's: INFO unless the operator asked for DEBUG
+    root = logging.getLogger()
+    root.setLevel(min(root.level, logging.INFO))
 
 
 def _cmd_worker(args: argparse.Namespace) -> int:
-    from jobs.celery_app import app
-    from jobs.heartbeat import Heartbeat
+    from jobs.services import run_worker
 
     settings = _settings(args, workers=args.concurrency)
     _ledger(settings)  # checks the Redis setting and configures the app
-    Heartbeat.file = Path(args.heartbeat_file) if args.heartbeat_file else settings.worker_heartbeat_file
-    Heartbeat.interval = args.heartbeat_s or settings.worker_heartbeat_s
-    app.steps["worker"].add(Heartbeat)
+    heartbeat = Path(args.heartbeat_file) if args.heartbeat_file else settings.worker_heartbeat_file
     argv = [
         "worker", "--pool", "prefork", "--concurrency", str(settings.worker_count),
         "--queues", args.queues or settings.worker_queues, "--loglevel", args.loglevel,
@@ -173,27 +176,17 @@ def _cmd_worker(args: argparse.Namespace) -> int:
     ]  # fmt: skip
     if args.hostname:
         argv += ["--hostname", args.hostname]
-    return _celery_main(app, argv)
+    return run_worker(settings, argv, heartbeat, args.heartbeat_s or settings.worker_heartbeat_s)
 
 
 def _cmd_beat(args: argparse.Namespace) -> int:
-    from jobs.celery_app import app
+    from jobs.services import run_beat
 
     settings = _settings(args)
     _ledger(settings)
-    if not app.conf.beat_schedule:
-        raise ConfigError("nothing to schedule: set REELGEN_NIGHTLY_CATALOG (and REELGEN_NIGHTLY_CRON)")
     schedule = Path(args.schedule_file) if args.schedule_file else settings.state_dir / "celerybeat-schedule"
     schedule.parent.mkdir(parents=True, exist_ok=True)
-    return _celery_main(app, ["beat", "--schedule", str(schedule), "--loglevel", args.loglevel])
-
-
-def _celery_main(app: Any, argv: list[str]) -> int:
-    try:
-        app.start(argv)
-    except SystemExit as exc:
-        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    return 0
+    return run_beat(settings, ["beat", "--schedule", str(schedule), "--loglevel", args.loglevel])
 
 
 def _cmd_flower(args: argparse.Namespace) -> int:
@@ -292,6 +285,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="reelgen", description=__doc__)
     parser.add_argument("--version", action="version", version=f"reelgen {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
+    parser.add_argument(
+        "--log-format",
+        choices=FORMATS,
+        help="text, or json: one object per line (default: REELGEN_LOG_FORMAT)",
+    )
     commands = parser.add_subparsers(dest="command", required=True)
 
     run = commands.add_parser("run", help="process a catalog end to end on this machine")
@@ -417,7 +415,14 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     """reelgen's arguments; everything after a delegated command (flower, gpu-daemon) is that command's own,
     --help included, and lands in `extra` untouched."""
     parser = build_parser()
-    passthrough = next((at for at, arg in enumerate(argv) if not arg.startswith("-")), None)
+    passthrough = next(
+        (
+            at
+            for at, arg in enumerate(argv)
+            if not arg.startswith("-") and argv[at - 1 : at] != ["--log-format"]
+        ),
+        None,
+    )
     if passthrough is not None and argv[passthrough] in DELEGATED:
         args = parser.parse_args(argv[: passthrough + 1])
         args.extra = argv[passthrough + 1 :]
@@ -428,11 +433,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     args = parse_args(list(sys.argv[1:] if argv is None else argv))
-    logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
-    escape_handlers(logging.getLogger())
+    try:
+        log_format = resolve_format(args.log_format)
+    except ConfigError as exc:
+        print(f"reelgen: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    setup_logging(log_format, logging.INFO if args.verbose else logging.WARNING)
     try:
         code: int = args.func(args)
     except (ConfigError, CatalogError, JobNotFound, JobStateError) as exc:

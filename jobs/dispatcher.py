@@ -27,6 +27,7 @@ from jobs.celery_app import REDIS_UNAVAILABLE
 from jobs.feed import JobFeed
 from jobs.ledger import JobState, Ledger
 from jobs.reaper import Reaper
+from monitoring.logging_setup import log_context
 from reelgen.errors import JobNotFound, ReelgenError
 from reelgen.settings import Settings
 from reelgen.text import printable
@@ -84,13 +85,16 @@ class Dispatcher:
             if not self.ledger.acquire_lock(job_id, self.owner, self.settings.dispatch_lock_s):
                 continue  # another dispatcher feeds it
             capacity = self.settings.max_in_flight_total - total_in_flight
-            try:
-                count = self._serve_job(job_id, capacity, in_flight[job_id], unindexed[job_id], now, reap_due)
-            except REDIS_UNAVAILABLE:
-                raise  # nothing is wrong with the job: serve() waits for Redis
-            except Exception as exc:
-                self._job_failed(job_id, exc, now)
-                continue
+            with log_context(job_id=job_id):
+                try:
+                    count = self._serve_job(
+                        job_id, capacity, in_flight[job_id], unindexed[job_id], now, reap_due
+                    )
+                except REDIS_UNAVAILABLE:
+                    raise  # nothing is wrong with the job: serve() waits for Redis
+                except Exception as exc:
+                    self._job_failed(job_id, exc, now)
+                    continue
             admitted += count
             total_in_flight += count
         if reap_due:

@@ -24,24 +24,22 @@ import re
 import shutil
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from socketserver import ThreadingMixIn
 from typing import TYPE_CHECKING, Any, Literal
-from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 import redis
-from prometheus_client import CollectorRegistry, Counter, Histogram, make_wsgi_app
+from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
 from jobs.ledger import JobState, Ledger
+from monitoring.exporter import HealthCheck, MetricsServer
+from reelgen.errors import ConfigError
 
 if TYPE_CHECKING:
-    from wsgiref.types import StartResponse, WSGIEnvironment
-
     from reelgen.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -143,8 +141,9 @@ def reset_multiproc_dir(directory: Path) -> None:
             entry.unlink()
 
 
-def install_worker_metrics(port: int, host: str = "0.0.0.0") -> None:
-    """Serve the worker pod's /metrics from the Celery main process (call before the worker starts).
+def install_worker_metrics(port: int, host: str = "0.0.0.0", health: HealthCheck = lambda: None) -> None:
+    """Serve the worker pod's /metrics and /healthz from the Celery main process (call before the worker
+    starts); the server starts once the worker is ready to take tasks.
 
     Needs PROMETHEUS_MULTIPROC_DIR set in the environment before Python starts (prometheus_client picks its
     value store at import), so every child writes its samples where this exporter reads them.
@@ -153,13 +152,13 @@ def install_worker_metrics(port: int, host: str = "0.0.0.0") -> None:
 
     directory = multiproc_dir()
     if directory is None:
-        raise RuntimeError("worker metrics need PROMETHEUS_MULTIPROC_DIR (a folder private to this worker)")
+        raise ConfigError("worker metrics need PROMETHEUS_MULTIPROC_DIR (a folder private to this worker)")
 
     def on_init(**_: Any) -> None:
         reset_multiproc_dir(directory)
 
     def on_ready(**_: Any) -> None:
-        server = MetricsServer(worker_registry(directory), host, port)
+        server = MetricsServer(worker_registry(directory), host, port, health)
         log.info("worker metrics on port %d", server.port)
 
     worker_init.connect(on_init, weak=False)
@@ -277,56 +276,7 @@ class ClusterCollector(Collector):
         yield total
 
 
-# --- the HTTP exporter ---------------------------------------------------------------------------------------
-
-
-class _ThreadingWSGIServer(ThreadingMixIn, WSGIServer):
-    daemon_threads = True
-
-
-class _QuietHandler(WSGIRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:
-        return  # a scrape every few seconds is not news
-
-
-def _plain(start_response: StartResponse, status: str, text: str) -> list[bytes]:
-    start_response(status, [("Content-Type", "text/plain; charset=utf-8")])
-    return [text.encode()]
-
-
-class MetricsServer:
-    """/metrics from a registry and /healthz from a check, on a thread; `port` is the bound port."""
-
-    def __init__(
-        self,
-        registry: CollectorRegistry,
-        host: str,
-        port: int,
-        health: Callable[[], str | None] = lambda: None,
-    ) -> None:
-        metrics_app = make_wsgi_app(registry)
-
-        def app(environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
-            if environ.get("PATH_INFO") == "/healthz":
-                problem = health()
-                if problem is None:
-                    return _plain(start_response, "200 OK", "ok\n")
-                return _plain(start_response, "503 Service Unavailable", problem + "\n")
-            served: Iterable[bytes] = metrics_app(environ, start_response)
-            return served
-
-        self._server = make_server(host, port, app, _ThreadingWSGIServer, handler_class=_QuietHandler)
-        self.port = int(self._server.server_port)
-        self._thread = threading.Thread(target=self._server.serve_forever, name="metrics", daemon=True)
-        self._thread.start()
-
-    def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
-
-
-def redis_health(client: redis.Redis) -> Callable[[], str | None]:
+def redis_health(client: redis.Redis) -> HealthCheck:
     def check() -> str | None:
         started = time.monotonic()
         try:
@@ -339,13 +289,17 @@ def redis_health(client: redis.Redis) -> Callable[[], str | None]:
     return check
 
 
-def serve_metrics(port: int, settings: Settings, host: str = "0.0.0.0") -> MetricsServer:
-    """The dispatcher's exporter: cluster state from Redis on /metrics, Redis reachability on /healthz."""
+def serve_metrics(
+    port: int, settings: Settings, host: str = "0.0.0.0", health: HealthCheck = lambda: None
+) -> MetricsServer:
+    """The dispatcher's exporter: cluster state from Redis on /metrics; on /healthz, Redis answering and then
+    whatever `health` adds."""
     if settings.redis_url is None:
-        raise RuntimeError("the metrics exporter needs REELGEN_REDIS_URL")
+        raise ConfigError("the metrics exporter needs REELGEN_REDIS_URL")
     client = redis.Redis.from_url(
         settings.redis_url.get_secret_value(), socket_timeout=5, socket_connect_timeout=5
     )
     registry = CollectorRegistry()
     registry.register(ClusterCollector(client))
-    return MetricsServer(registry, host, port, health=redis_health(client))
+    redis_ok = redis_health(client)
+    return MetricsServer(registry, host, port, health=lambda: redis_ok() or health())

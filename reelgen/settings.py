@@ -116,9 +116,18 @@ class Settings(BaseSettings):
     daemon: DaemonSettings = Field(default_factory=DaemonSettings)
 
     # --- operations (#8)
-    metrics_port: int | None = Field(default=None, ge=0, le=65535, description="Prometheus /metrics port")
+    metrics_port: int | None = Field(
+        default=None, ge=0, le=65535, description="a service's /metrics and /healthz port; unset: none served"
+    )
+    metrics_host: str = Field(
+        default="127.0.0.1",
+        description="address the metrics port binds; 0.0.0.0 in a pod, for probes and scrapes",
+    )
     flower: FlowerSettings = Field(default_factory=FlowerSettings)
     soft_shutdown_s: int = Field(default=60, ge=0, description="Celery worker_soft_shutdown_timeout")
+    log_format: Literal["text", "json"] = Field(
+        default="text", description="text lines, or one JSON object per line (monitoring/logging_setup.py)"
+    )
 
     # --- CPU budget
     cpus: int = Field(default_factory=lambda: len(os.sched_getaffinity(0)), ge=1)

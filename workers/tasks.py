@@ -27,6 +27,7 @@ from gpu_service.scheduler import PriorityKey
 from jobs.catalog import CatalogEntry
 from jobs.celery_app import PRIORITY_RENDER, PRIORITY_SAMPLE, PRIORITY_SELECT, REDIS_UNAVAILABLE, app
 from jobs.ledger import JobState, Ledger
+from monitoring.logging_setup import log_context
 from monitoring.metrics import count_item, observe_stage
 from reelgen.errors import InternalError, ItemTimeout, ReelgenError
 from reelgen.settings import OutputConfig, Settings, load_settings
@@ -118,22 +119,25 @@ def context() -> WorkerContext:
 
 
 def _guarded(task: Task, job_id: str, item_id: str, stage: Callable[[WorkerContext, CatalogEntry], T]) -> T:
-    ctx = context()
-    task_id = task.request.id or task.name
-    # renews the item's lease; a task id still open from an earlier delivery means that delivery killed its
-    # worker, and after crash_limit of those the ledger dead-letters the item (-1) instead of looping
-    begun = ctx.ledger.begin_task(job_id, item_id, task_id, ctx.settings.lease_s, ctx.settings.crash_limit)
-    if begun <= 0:
-        raise Ignore()  # dead-lettered now, or no longer in flight (settled, cancelled)
-    try:
-        # the entry is kept once, in the item's in-flight record: messages name the item, so a catalog entry of
-        # any size never sits in the broker once per stage and segment
-        record = ctx.ledger.item(job_id, item_id)
-        if record is None:
-            raise Ignore()  # settled or cancelled since the task began
-        return _run_stage(task, job_id, CatalogEntry.from_dict(record["entry"]), stage, ctx)
-    finally:
-        ctx.ledger.end_task(job_id, item_id, task_id)
+    with log_context(job_id=job_id, item_id=item_id):
+        ctx = context()
+        task_id = task.request.id or task.name
+        # renews the item's lease; a task id still open from an earlier delivery means that delivery killed its
+        # worker, and after crash_limit of those the ledger dead-letters the item (-1) instead of looping
+        begun = ctx.ledger.begin_task(
+            job_id, item_id, task_id, ctx.settings.lease_s, ctx.settings.crash_limit
+        )
+        if begun <= 0:
+            raise Ignore()  # dead-lettered now, or no longer in flight (settled, cancelled)
+        try:
+            # the entry is kept once, in the item's in-flight record: messages name the item, so a catalog entry of
+            # any size never sits in the broker once per stage and segment
+            record = ctx.ledger.item(job_id, item_id)
+            if record is None:
+                raise Ignore()  # settled or cancelled since the task began
+            return _run_stage(task, job_id, CatalogEntry.from_dict(record["entry"]), stage, ctx)
+        finally:
+            ctx.ledger.end_task(job_id, item_id, task_id)
 
 
 def _run_stage(

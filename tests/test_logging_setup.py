@@ -1,0 +1,66 @@
+"""Log lines as a collector reads them: one JSON object per line, naming the job and item they are about."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+from collections.abc import Iterator
+
+import pytest
+
+from monitoring import logging_setup
+from monitoring.logging_setup import log_context, prepare_handler, resolve_format
+from reelgen.errors import ConfigError
+
+
+@pytest.fixture
+def captured() -> Iterator[tuple[logging.Logger, io.StringIO]]:
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    prepare_handler(handler, "json")
+    logger = logging.getLogger("tests.logging_setup")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    yield logger, stream
+    logger.removeHandler(handler)
+
+
+def lines(stream: io.StringIO) -> list[dict[str, object]]:
+    return [json.loads(line) for line in stream.getvalue().splitlines()]
+
+
+def test_each_record_is_one_json_object_naming_its_job_and_item(
+    captured: tuple[logging.Logger, io.StringIO],
+) -> None:
+    logger, stream = captured
+    logger.info("outside any item")
+    with log_context(job_id="job-1"):
+        logger.warning("serving it failed: %s", "Bad\nline\x1b[2K")
+        with log_context(item_id="sku-9"):
+            try:
+                raise ValueError("broken\nsource")
+            except ValueError:
+                logger.exception("item failed")
+        logger.info("after the item", extra={"item_id": "explicit"})
+    first, failed, item, after = lines(stream)
+    assert "job_id" not in first and first["message"] == "outside any item"
+    assert first["level"] == "INFO" and first["logger"] == "tests.logging_setup" and "time" in first
+    assert failed["job_id"] == "job-1" and "item_id" not in failed
+    # a newline or escape sequence from a catalog stays inside its field, escaped
+    assert failed["message"] == "serving it failed: Bad\\nline\\x1b[2K"
+    assert item["job_id"] == "job-1" and item["item_id"] == "sku-9"
+    assert "ValueError: broken" in str(item["exc_info"])  # the traceback inside the one line
+    assert after["item_id"] == "explicit"
+
+
+def test_the_format_comes_from_the_flag_then_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(logging_setup.ENV_VAR, raising=False)
+    assert resolve_format(None) == "text"
+    monkeypatch.setenv(logging_setup.ENV_VAR, "JSON")
+    assert resolve_format(None) == "json"
+    assert resolve_format("text") == "text"
+    monkeypatch.setenv(logging_setup.ENV_VAR, "yaml")
+    with pytest.raises(ConfigError, match="REELGEN_LOG_FORMAT"):
+        resolve_format(None)

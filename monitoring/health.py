@@ -9,6 +9,7 @@ pydantic there would cost more than the check itself.
 * daemon: connects to the inference daemon's Unix socket, reads its hello and pings it. The daemon binds the
   socket only after its models are loaded and warmed up, and answers "ready" until it starts stopping, so this is
   ready-after-warm-up by construction.
+* http: GETs URLs until each answers 2xx or the wait is over: `helm test`'s check of the release's Services.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import socket
 import struct
 import sys
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +85,32 @@ def check_daemon(socket_path: Path, timeout_s: float = 5.0) -> tuple[bool, str]:
     return True, f"daemon ready on {reply.get('device')} (queue {reply.get('queue_depth')})"
 
 
+def check_http(urls: list[str], wait_s: float, timeout_s: float = 5.0) -> tuple[bool, str]:
+    """Every URL answers 2xx, trying again for up to `wait_s` (a Service's pods may still be starting)."""
+    deadline = time.monotonic() + wait_s
+    pending = list(urls)
+    problem = ""
+    while True:
+        for url in list(pending):
+            try:
+                with urllib.request.urlopen(url, timeout=timeout_s) as response:
+                    status = response.status
+            except urllib.error.HTTPError as exc:
+                status = exc.code
+            except (OSError, ValueError) as exc:  # ValueError: not a URL
+                problem = f"{url}: {type(exc).__name__}: {exc}"
+                continue
+            if 200 <= status < 300:
+                pending.remove(url)
+            else:
+                problem = f"{url}: HTTP {status}"
+        if not pending:
+            return True, f"{len(urls)} URL(s) answered"
+        if time.monotonic() >= deadline:
+            return False, problem
+        time.sleep(1.0)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m monitoring.health", description=__doc__)
     checks = parser.add_subparsers(dest="check", required=True)
@@ -91,6 +120,9 @@ def build_parser() -> argparse.ArgumentParser:
     daemon = checks.add_parser("daemon", help="the inference daemon answers a ping as ready")
     daemon.add_argument("--socket", type=Path, required=True)
     daemon.add_argument("--timeout", type=float, default=5.0, help="seconds")
+    http = checks.add_parser("http", help="each URL answers 2xx")
+    http.add_argument("--url", action="append", required=True, help="repeatable")
+    http.add_argument("--wait", type=float, default=0.0, help="seconds to keep trying")
     return parser
 
 
@@ -98,6 +130,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.check == "heartbeat":
         ok, message = check_heartbeat(args.file, args.max_age)
+    elif args.check == "http":
+        ok, message = check_http(args.url, args.wait)
     else:
         ok, message = check_daemon(args.socket, args.timeout)
     print(message, file=sys.stdout if ok else sys.stderr)

@@ -17,6 +17,7 @@ helm = pytest.importorskip("helm_python")
 
 CHART = Path(__file__).resolve().parent.parent / "helm" / "reelgen"
 GPU_VALUES: dict[str, Any] = yaml.safe_load((CHART / "values-gpu.yaml").read_text())
+CPU_VALUES: dict[str, Any] = yaml.safe_load((CHART / "values-cpu.yaml").read_text())
 DEFAULTS: dict[str, Any] = yaml.safe_load((CHART / "values.yaml").read_text())
 Obj = dict[str, Any]
 
@@ -33,9 +34,16 @@ def merge(*layers: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def render(*layers: dict[str, Any]) -> list[Obj]:
+# What an operator must give (the chart generates no secret, and Redis needs a password unless waived).
+REQUIRED: dict[str, Any] = {
+    "redis": {"allowUnauthenticated": True},
+    "flower": {"auth": {"password": "flower-pw"}},
+}
+
+
+def render(*layers: dict[str, Any], required: dict[str, Any] = REQUIRED) -> list[Obj]:
     with helm.Chart.load(CHART) as chart:
-        manifests = chart.render(merge(*layers), name="rg", namespace="video")
+        manifests = chart.render(merge(required, *layers), name="rg", namespace="video")
     objects: list[Obj] = []
     for path, text in manifests.items():
         if path.endswith(".yaml"):
@@ -88,9 +96,9 @@ def gpu() -> list[Obj]:
     return render(GPU_VALUES, NIGHTLY)
 
 
-@pytest.mark.parametrize("values", [{}, GPU_VALUES], ids=["default", "gpu"])
+@pytest.mark.parametrize("values", [{}, GPU_VALUES, CPU_VALUES], ids=["default", "gpu", "cpu"])
 def test_chart_lints_without_warnings(values: dict[str, Any]) -> None:
-    report = helm.lint(CHART, values, strict=True)
+    report = helm.lint(CHART, merge(REQUIRED, values), strict=True)
     assert report["errors"] == []
     # severity 2 = warning, 3 = error; "icon is recommended" (1, info) is fine
     assert [m for m in report["messages"] if m["severity"] >= 2] == []
@@ -238,8 +246,11 @@ def test_flower_auth_comes_from_a_secret(cpu: list[Obj]) -> None:
     flower = containers(one(cpu, "Deployment", "rg-reelgen-flower"))["flower"]
     ref = env(flower)["REELGEN_FLOWER__BASIC_AUTH"]["valueFrom"]["secretKeyRef"]
     secret = one(cpu, "Secret", ref["name"])
-    user, _, password = secret["stringData"][ref["key"]].partition(":")
-    assert user == "admin" and len(password) >= 16  # generated when none was given
+    assert secret["stringData"][ref["key"]] == "admin:flower-pw"
+    # nothing generated: a random or looked-up password would change under `helm template` on every render
+    with pytest.raises(helm.HelmError, match=r"flower\.auth\.password is required"):
+        render(required={"redis": {"allowUnauthenticated": True}})
+    assert render() == render()
 
     given = render({"flower": {"auth": {"username": "ops", "password": "s3cret-pw"}}})
     secret = one(given, "Secret", "rg-reelgen-flower-auth")
@@ -366,9 +377,11 @@ def test_every_container_has_requests_limits_and_runs_unprivileged(gpu: list[Obj
         assert pod["securityContext"]["runAsNonRoot"] is True, where
 
 
-def test_defaults_render_for_a_cpu_only_cluster(cpu: list[Obj]) -> None:
+@pytest.mark.parametrize("values", [{}, CPU_VALUES], ids=["default", "cpu"])
+def test_defaults_and_cpu_values_render_for_a_cpu_only_cluster(values: dict[str, Any]) -> None:
+    cpu = render(values)
     text = json.dumps(cpu)
-    assert "nvidia.com/gpu" not in text
+    assert "nvidia.com/gpu" not in text and "reelgen-gpu" not in text
     worker = one(cpu, "Deployment", "rg-reelgen-worker")
     daemon = containers(worker)["gpu-daemon"]
     assert daemon["args"][daemon["args"].index("--device") + 1] == "cpu"
@@ -388,3 +401,94 @@ def test_inconsistent_values_fail_the_render() -> None:
         render({"worker": {"cpusPerGpu": 2, "codecThreads": 4}})
     with pytest.raises(helm.HelmError, match="secretAccessKey"):
         render({"s3": {"accessKeyId": "AK"}})
+
+
+def test_redis_needs_a_password_unless_waived() -> None:
+    flower = {"flower": {"auth": {"password": "pw"}}}
+    with pytest.raises(helm.HelmError, match=r"redis\.password or redis\.existingSecret"):
+        render(required=flower)
+    for layer in ({"redis": {"password": "pw"}}, {"redis": {"existingSecret": "redis-auth"}}):
+        dispatcher = containers(one(render(layer, required=flower), "Deployment", "rg-reelgen-dispatcher"))
+        assert "REELGEN_REDIS_PASSWORD" in env(dispatcher["dispatcher"])
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"worker": {"replica": 2}},  # a typo of replicas
+        {"gpuDaemon": {"device": "gpu"}},
+        {"image": {"digest": "latest"}},
+        {"metrics": {"port": "9100"}},
+        {"logFormat": "yaml"},
+        {"networkPolicy": {"enable": False}},
+    ],
+)
+def test_values_schema_refuses_what_would_render_silently_wrong(bad: dict[str, Any]) -> None:
+    report = helm.lint(CHART, merge(REQUIRED, bad), strict=True)
+    assert any("schema" in error for error in report["errors"]), report
+
+
+DIGEST = "sha256:" + "ab" * 32
+
+
+def test_images_by_digest_and_no_cuda_image_for_a_daemon_on_the_cpu(cpu: list[Obj]) -> None:
+    worker = containers(one(cpu, "Deployment", "rg-reelgen-worker"))
+    assert worker["gpu-daemon"]["image"] == worker["worker"]["image"] == "ghcr.io/example/reelgen:0.1.0"
+    gpu_worker = containers(one(render(GPU_VALUES), "Deployment", "rg-reelgen-worker"))
+    assert gpu_worker["gpu-daemon"]["image"] == "ghcr.io/example/reelgen-gpu:0.1.0"
+
+    pinned = render(GPU_VALUES, {"image": {"digest": DIGEST}, "gpuImage": {"digest": DIGEST, "tag": "x"}})
+    for deployment, container in all_containers(pinned):
+        assert container["image"].endswith("@" + DIGEST), (deployment["metadata"]["name"], container["name"])
+    helm_test = one(pinned, "Pod", "rg-reelgen-test-health")
+    assert helm_test["spec"]["containers"][0]["image"] == "ghcr.io/example/reelgen@" + DIGEST
+
+
+def test_every_emptydir_is_size_limited(gpu: list[Obj]) -> None:
+    pods = [o["spec"]["template"]["spec"] for o in gpu if o["kind"] == "Deployment"]
+    pods += [o["spec"] for o in gpu if o["kind"] == "Pod"]
+    for pod in pods:
+        for volume in pod.get("volumes", []):
+            if "emptyDir" in volume:
+                assert volume["emptyDir"].get("sizeLimit"), volume["name"]
+
+
+def test_network_policies_deny_by_default_and_allow_reelgens_flows(cpu: list[Obj]) -> None:
+    policies = {o["metadata"]["name"]: o["spec"] for o in cpu if o["kind"] == "NetworkPolicy"}
+    deny = policies["rg-reelgen-default-deny"]
+    assert deny["policyTypes"] == ["Ingress", "Egress"] and "ingress" not in deny and "egress" not in deny
+    # every pod of the release is under the default deny
+    for obj in cpu:
+        if obj["kind"] in ("Deployment", "Pod"):
+            labels = (obj["spec"]["template"] if obj["kind"] == "Deployment" else obj)["metadata"]["labels"]
+            assert deny["podSelector"]["matchLabels"].items() <= labels.items(), obj["metadata"]["name"]
+
+    def ports(rules: list[Obj]) -> set[int]:
+        return {p["port"] for rule in rules for p in rule.get("ports", [])}
+
+    egress = policies["rg-reelgen-egress"]["egress"]
+    assert {53, DEFAULTS["redis"]["port"], 443} <= ports(egress)
+    assert {DEFAULTS["metrics"]["port"], DEFAULTS["gpuDaemon"]["metricsPort"]} <= ports(
+        policies["rg-reelgen-metrics"]["ingress"]
+    )
+    assert ports(policies["rg-reelgen-flower"]["ingress"]) == {DEFAULTS["flower"]["port"]}
+    # the helm test pod reaches what it checks
+    test_pod = one(cpu, "Pod", "rg-reelgen-test-health")
+    allowed = policies["rg-reelgen-helm-test"]
+    assert allowed["ingress"][0]["from"][0]["podSelector"]["matchLabels"].items() <= (
+        test_pod["metadata"]["labels"].items()
+    )
+    assert not [o for o in render({"networkPolicy": {"enabled": False}}) if o["kind"] == "NetworkPolicy"]
+
+
+def test_helm_test_hook_checks_the_services(cpu: list[Obj]) -> None:
+    pod = one(cpu, "Pod", "rg-reelgen-test-health")
+    assert pod["metadata"]["annotations"]["helm.sh/hook"] == "test"
+    command = pod["spec"]["containers"][0]["command"]
+    assert command[:4] == ["python", "-m", "monitoring.health", "http"]
+    urls = [command[i + 1] for i, arg in enumerate(command) if arg == "--url"]
+    services = {o["metadata"]["name"]: o for o in cpu if o["kind"] == "Service"}
+    assert urls == [
+        f"http://rg-reelgen-metrics:{services['rg-reelgen-metrics']['spec']['ports'][0]['port']}/healthz",
+        f"http://rg-reelgen-flower:{services['rg-reelgen-flower']['spec']['ports'][0]['port']}/healthcheck",
+    ]

@@ -47,12 +47,35 @@ app.kubernetes.io/component: {{ .component }}
 {{- end }}
 {{- end }}
 
-{{- define "reelgen.image" -}}
-{{ printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{/* repository:tag, or repository@digest when a digest is given (the tag is then only a label for people). */}}
+{{- define "reelgen.imageRef" -}}
+{{- if .digest }}
+{{- printf "%s@%s" .repository .digest }}
+{{- else }}
+{{- printf "%s:%s" .repository (default .appVersion .tag) }}
+{{- end }}
 {{- end }}
 
-{{- define "reelgen.gpuImage" -}}
-{{ printf "%s:%s" .Values.gpuImage.repository (default .Chart.AppVersion .Values.gpuImage.tag) }}
+{{- define "reelgen.image" -}}
+{{ include "reelgen.imageRef" (merge (dict "appVersion" .Chart.AppVersion) .Values.image) }}
+{{- end }}
+
+{{/* The daemon on the CPU runs from the CPU image (CPU torch, the same models): only a CUDA device needs the
+     multi-GB CUDA image. */}}
+{{- define "reelgen.daemonUsesCpuImage" -}}
+{{- if eq .Values.gpuDaemon.device "cpu" }}true{{ end }}
+{{- end }}
+
+{{- define "reelgen.daemonImage" -}}
+{{- if include "reelgen.daemonUsesCpuImage" . }}
+{{- include "reelgen.image" . }}
+{{- else }}
+{{- include "reelgen.imageRef" (merge (dict "appVersion" .Chart.AppVersion) .Values.gpuImage) }}
+{{- end }}
+{{- end }}
+
+{{- define "reelgen.daemonPullPolicy" -}}
+{{- if include "reelgen.daemonUsesCpuImage" . }}{{ .Values.image.pullPolicy }}{{ else }}{{ .Values.gpuImage.pullPolicy }}{{ end }}
 {{- end }}
 
 {{/* The Secret holding credentials the chart was given inline. */}}
@@ -69,7 +92,10 @@ app.kubernetes.io/component: {{ .component }}
 {{- end }}
 
 {{- define "reelgen.redisHasPassword" -}}
-{{- if or .Values.redis.password .Values.redis.existingSecret }}true{{ end }}
+{{- if or .Values.redis.password .Values.redis.existingSecret }}true
+{{- else if not .Values.redis.allowUnauthenticated }}
+{{- fail "redis: give redis.password or redis.existingSecret (the broker holds every job and can run tasks on the workers), or set redis.allowUnauthenticated=true for a Redis only this release can reach" }}
+{{- end }}
 {{- end }}
 
 {{- define "reelgen.s3SecretName" -}}
@@ -160,6 +186,10 @@ app.kubernetes.io/component: {{ .component }}
   value: /var/lib/reelgen
 - name: REELGEN_METRICS_PORT
   value: {{ .Values.metrics.port | quote }}
+- name: REELGEN_METRICS_HOST
+  value: "0.0.0.0"
+- name: REELGEN_LOG_FORMAT
+  value: {{ .Values.logFormat | quote }}
 - name: HOME
   value: /tmp
 {{- with .Values.extraEnv }}
@@ -170,9 +200,11 @@ app.kubernetes.io/component: {{ .component }}
 {{/* Writable folders under a read-only root: state (embedded files, beat schedule) and /tmp. */}}
 {{- define "reelgen.baseVolumes" -}}
 - name: state
-  emptyDir: {}
+  emptyDir:
+    sizeLimit: {{ .Values.volumes.stateSizeLimit }}
 - name: tmp
-  emptyDir: {}
+  emptyDir:
+    sizeLimit: {{ .Values.volumes.tmpSizeLimit }}
 {{- end }}
 
 {{- define "reelgen.baseMounts" -}}

@@ -8,7 +8,8 @@ of deliveries (a second `finish` of the same item finds nothing in flight and ch
 Keys (all under `rg:`): `jobs` (zset of every job by submission), `jobs:active` (zset of jobs a dispatcher
 serves, ordered by priority class then submission), `job:<id>` (the job hash), and per job `:inflight` (item →
 JSON record), `:leases` (zset item → lease deadline), `:failed` (item → failure JSON), `:errors` (error class →
-count), `:results` (stream of settled items), `:stages` (per-stage CPU/wall sums).
+count), `:results` (stream of settled items), `:stages` (per-stage CPU/wall sums), `:at` (item in flight → the
+stage its last task began; an item without one waits in the broker for its first).
 
 An in-flight item carries a dispatch `token`: every (re-)dispatch bumps it and the message carries it, so a
 message that was superseded (its lease expired and the reaper sent a new one) is recognised and dropped.
@@ -19,6 +20,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -29,6 +31,8 @@ import redis
 from reelgen.errors import JobNotFound, JobStateError
 
 PREFIX = "rg"
+#: the stage of an item in flight whose first task has not begun
+QUEUED = "queued"
 JOBS_KEY = f"{PREFIX}:jobs"
 ACTIVE_KEY = f"{PREFIX}:jobs:active"
 # the active set's score: priority class first, then submission time (seconds fit well below this factor)
@@ -133,7 +137,7 @@ def _text(value: Any) -> str:
 
 
 # Shared Lua: settle an in-flight item. Needs KEYS[1]=inflight, [2]=job, [3]=failed, [4]=leases, [5]=errors,
-# [6]=results; `item`, `status` ('done'|'failed'|'dead'), `err` and `msg` locals. RET_NONE/RET_DONE are
+# [6]=results, [7]=at; `item`, `status` ('done'|'failed'|'dead'), `err` and `msg` locals. RET_NONE/RET_DONE are
 # replaced by each script's own return values (nothing to settle / settled).
 _SETTLE_BODY = """
 local raw = redis.call('HGET', KEYS[1], item)
@@ -141,6 +145,7 @@ if not raw then return RET_NONE end
 local rec = cjson.decode(raw)
 redis.call('HDEL', KEYS[1], item)
 redis.call('ZREM', KEYS[4], item)
+redis.call('HDEL', KEYS[7], item)
 local version = ''
 if type(rec['entry']) == 'table' and type(rec['entry']['version']) == 'string' then version = rec['entry']['version'] end
 if status == 'done' then
@@ -207,8 +212,8 @@ redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
 return rec['attempts']
 """
 
-# KEYS: inflight, job, failed, leases, errors, results; ARGV: item, task id, lease deadline, crash limit, message.
-# One task of the item begins: renews the lease and counts the delivery. A task id still open from an earlier
+# KEYS: inflight, job, failed, leases, errors, results, at; ARGV: item, task id, lease deadline, crash limit,
+# message, stage ('' = leave). One task of the item begins: renews the lease, counts the delivery, notes the stage. A task id still open from an earlier
 # delivery means that delivery killed its worker (a finished task closes itself); after `crash limit` such
 # deliveries the item is dead-lettered instead of looping. Returns deliveries, 0 if not in flight, -1 if dead.
 _BEGIN = (
@@ -231,6 +236,7 @@ rec['open'][ARGV[2]] = 1
 rec['state'] = 'running'
 redis.call('HSET', KEYS[1], item, cjson.encode(rec))
 redis.call('ZADD', KEYS[4], ARGV[3], item)
+if ARGV[6] and ARGV[6] ~= '' then redis.call('HSET', KEYS[7], item, ARGV[6]) end
 return rec['deliveries']
 """
 )
@@ -247,12 +253,12 @@ redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(rec))
 return 1
 """
 
-# KEYS: inflight, job, failed, leases, errors, results; ARGV: item, status, error class, message
+# KEYS: inflight, job, failed, leases, errors, results, at; ARGV: item, status, error class, message
 _SETTLE = "local item, status, err, msg = ARGV[1], ARGV[2], ARGV[3], ARGV[4]\n" + _SETTLE_BODY.replace(
     "RET_NONE", "0"
 ).replace("RET_DONE", "1")
 
-# KEYS: inflight, job, failed, leases, errors, results; ARGV: item, now, new deadline, max dispatches, message.
+# KEYS: inflight, job, failed, leases, errors, results, at; ARGV: item, now, new deadline, max dispatches, message.
 # Re-dispatch an item whose lease expired: bump its token (the lost message, should it ever come back, is then
 # stale) or dead-letter it after max dispatches. Returns the new token, 0 not expired, -1 dead.
 _REAP = (
@@ -275,6 +281,7 @@ rec['state'] = 'pending'
 rec['open'] = {}
 redis.call('HSET', KEYS[1], item, cjson.encode(rec))
 redis.call('ZADD', KEYS[4], ARGV[3], item)
+redis.call('HDEL', KEYS[7], item)
 redis.call('HINCRBY', KEYS[2], 'redispatched', 1)
 return rec['token']
 """
@@ -298,7 +305,7 @@ end
 return out
 """
 
-# KEYS: job, active, inflight, leases; ARGV: action, now. Job control; returns the new state or 'err:<state>'.
+# KEYS: job, active, inflight, leases, at; ARGV: action, now. Job control; returns the new state or 'err:<state>'.
 _CONTROL = """
 local state = redis.call('HGET', KEYS[1], 'state')
 if not state then return 'err:missing' end
@@ -313,7 +320,7 @@ if not to then return 'err:' .. state end
 redis.call('HSET', KEYS[1], 'state', to)
 if to == 'cancelled' then
   redis.call('HSET', KEYS[1], 'finished_at', ARGV[2], 'cancelled_in_flight', redis.call('HLEN', KEYS[3]))
-  redis.call('DEL', KEYS[3], KEYS[4])
+  redis.call('DEL', KEYS[3], KEYS[4], KEYS[5])
   redis.call('ZREM', KEYS[2], redis.call('HGET', KEYS[1], 'id'))
 end
 return to
@@ -354,7 +361,7 @@ if not redis.call('HGET', KEYS[2], 'started_at') then redis.call('HSET', KEYS[2]
 return 1
 """
 
-# KEYS: job, active, inflight, leases; ARGV: cause, attempts, now. Serving the job raised an unexpected error:
+# KEYS: job, active, inflight, leases, at; ARGV: cause, attempts, now. Serving the job raised an unexpected error:
 # count it, and once `attempts` came in a row fail the job, dropping its items in flight as a cancel does.
 # Returns the failures in a row so far, 0 when the job failed now, -1 when it was no longer live.
 _FEED_FAILED = """
@@ -364,7 +371,7 @@ local tries = redis.call('HINCRBY', KEYS[1], 'feed_errors', 1)
 redis.call('HSET', KEYS[1], 'error', ARGV[1])
 if tries < tonumber(ARGV[2]) then return tries end
 redis.call('HSET', KEYS[1], 'state', 'failed', 'finished_at', ARGV[3], 'failed_in_flight', redis.call('HLEN', KEYS[3]))
-redis.call('DEL', KEYS[3], KEYS[4])
+redis.call('DEL', KEYS[3], KEYS[4], KEYS[5])
 redis.call('ZREM', KEYS[2], redis.call('HGET', KEYS[1], 'id'))
 return 0
 """
@@ -416,6 +423,7 @@ class Ledger:
             f"{base}:leases",
             f"{base}:errors",
             f"{base}:results",
+            f"{base}:at",
         ]
 
     def results_key(self, job_id: str) -> str:
@@ -531,7 +539,8 @@ class Ledger:
         leases = f"{job_key}:leases"
         result = _text(
             self._control(
-                keys=[job_key, ACTIVE_KEY, inflight_key, leases], args=[action.value, repr(time.time())]
+                keys=[job_key, ACTIVE_KEY, inflight_key, leases, f"{job_key}:at"],
+                args=[action.value, repr(time.time())],
             )
         )
         if result == "err:missing":
@@ -544,7 +553,7 @@ class Ledger:
         """Count an unexpected error in serving a job; the job fails once `attempts` came in a row. Returns the
         failures in a row so far, 0 when the job failed now, -1 when it had already ended."""
         inflight_key, job_key, _ = self._keys(job_id)
-        keys = [job_key, ACTIVE_KEY, inflight_key, f"{job_key}:leases"]
+        keys = [job_key, ACTIVE_KEY, inflight_key, f"{job_key}:leases", f"{job_key}:at"]
         return int(self._feed_failed(keys=keys, args=[cause, attempts, repr(time.time())]))
 
     def feed_recovered(self, job_id: str) -> None:
@@ -591,6 +600,17 @@ class Ledger:
     def in_flight(self, job_id: str) -> int:
         return int(self.redis.hlen(self._keys(job_id)[0]))
 
+    def in_flight_by_stage(self, job_id: str) -> dict[str, int]:
+        """Items in flight per stage their last task began in; QUEUED: not begun yet (waiting in the broker)."""
+        inflight_key, job_key, _ = self._keys(job_id)
+        with self.redis.pipeline(transaction=False) as pipe:
+            pipe.hlen(inflight_key)
+            pipe.hvals(f"{job_key}:at")
+            total, stages = pipe.execute()
+        counts = Counter(_text(stage) for stage in stages)
+        counts[QUEUED] = max(0, int(total) - sum(counts.values()))
+        return dict(counts)
+
     def error_counts(self, job_id: str) -> dict[str, int]:
         raw = self.redis.hgetall(f"{self.job_key(job_id)}:errors")
         return {_text(k): int(v) for k, v in raw.items()}
@@ -631,10 +651,13 @@ class Ledger:
         keys = [self._keys(job_id)[0], f"{self.job_key(job_id)}:leases"]
         return int(self._start(keys=keys, args=[item_id, repr(now), repr(now + lease_s), token or ""]))
 
-    def begin_task(self, job_id: str, item_id: str, task_id: str, lease_s: float, crash_limit: int) -> int:
-        """A task of the item begins (see _BEGIN): deliveries so far, 0 if not in flight, -1 if dead-lettered."""
+    def begin_task(
+        self, job_id: str, item_id: str, task_id: str, lease_s: float, crash_limit: int, stage: str = ""
+    ) -> int:
+        """A task of the item begins (see _BEGIN): deliveries so far, 0 if not in flight, -1 if dead-lettered.
+        `stage` names the task's stage for the counts of items per stage."""
         message = f"its tasks killed the worker process {crash_limit} times; dead-lettered"
-        args: list[Any] = [item_id, task_id, repr(time.time() + lease_s), crash_limit, message]
+        args: list[Any] = [item_id, task_id, repr(time.time() + lease_s), crash_limit, message, stage]
         return int(self._begin(keys=self._settle_keys(job_id), args=args))
 
     def end_task(self, job_id: str, item_id: str, task_id: str) -> None:

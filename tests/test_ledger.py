@@ -171,3 +171,25 @@ def test_settled_items_reach_the_results_stream_and_logical_dates_are_claimed_on
     assert [f["i"] for _, f in ledger.read_results(job, count=5)] == ["line:4"]
     assert ledger.claim_logical_date("nightly", "2026-11-21", "j1") is None
     assert ledger.claim_logical_date("nightly", "2026-11-21", "j2") == "j1"
+
+
+def test_items_in_flight_are_counted_per_stage_until_they_leave(redis_client: redis.Redis) -> None:
+    ledger = Ledger(redis_client)
+    job = _job(ledger)
+    for item in "abcde":
+        ledger.admit(job, item, {"item_id": item})
+    assert ledger.in_flight_by_stage(job) == {"queued": 5}
+    ledger.begin_task(job, "a", "t1", lease_s=60, crash_limit=3, stage="prepare")
+    ledger.begin_task(job, "b", "t2", lease_s=60, crash_limit=3, stage="prepare")
+    ledger.begin_task(job, "b", "t3", lease_s=60, crash_limit=3, stage="render")  # moved on
+    ledger.begin_task(job, "c", "t4", lease_s=60, crash_limit=3, stage="select")
+    ledger.begin_task(job, "d", "t5", lease_s=60, crash_limit=3, stage="render")
+    assert ledger.in_flight_by_stage(job) == {"queued": 1, "prepare": 1, "render": 2, "select": 1}
+    ledger.finish(job, "b")
+    ledger.fail(job, "c", "UnreadableVideo", "broken")
+    # a reaped item waits in the broker again
+    assert ledger.reap(job, "d", time.time() + 3600, lease_s=60, max_dispatches=5) > 0
+    assert ledger.in_flight_by_stage(job) == {"queued": 2, "prepare": 1}
+    ledger.control(job, JobAction.CANCEL)
+    assert ledger.in_flight_by_stage(job) == {"queued": 0}
+    assert not redis_client.exists(f"{ledger.job_key(job)}:at")

@@ -122,10 +122,16 @@ def _guarded(task: Task, job_id: str, item_id: str, stage: Callable[[WorkerConte
     with log_context(job_id=job_id, item_id=item_id):
         ctx = context()
         task_id = task.request.id or task.name
-        # renews the item's lease; a task id still open from an earlier delivery means that delivery killed its
-        # worker, and after crash_limit of those the ledger dead-letters the item (-1) instead of looping
+        # renews the item's lease and notes its stage; a task id still open from an earlier delivery means that
+        # delivery killed its worker, and after crash_limit of those the ledger dead-letters the item (-1)
+        # instead of looping
         begun = ctx.ledger.begin_task(
-            job_id, item_id, task_id, ctx.settings.lease_s, ctx.settings.crash_limit
+            job_id,
+            item_id,
+            task_id,
+            ctx.settings.lease_s,
+            ctx.settings.crash_limit,
+            task.name.rsplit(".", 1)[-1],
         )
         if begun <= 0:
             raise Ignore()  # dead-lettered now, or no longer in flight (settled, cancelled)

@@ -28,6 +28,7 @@ from celery import Celery, bootsteps
 
 from jobs.ledger import Ledger
 from monitoring.exporter import HealthCheck, MetricsServer
+from monitoring.logging_setup import signal_safe_line
 from reelgen.errors import ConfigError
 from reelgen.settings import Settings
 
@@ -120,25 +121,36 @@ def run_worker(settings: Settings, argv: list[str], heartbeat_file: Path | None,
     app.steps["consumer"].add(BrokerLink)
     if settings.metrics_port is not None:
         install_worker_metrics(settings.metrics_port, settings.metrics_host, health=BrokerLink.health)
-    return celery_main(app, argv)
+    if settings.log_format == "json":
+        import celery.apps.worker
+
+        # Celery's signal handlers print their shutdown notices straight to stdout, past logging
+        celery.apps.worker.safe_say = signal_safe_line("celery.apps.worker", "WARNING")
+    return celery_main(app, argv, settings)
 
 
 def run_beat(settings: Settings, argv: list[str]) -> int:
+    from celery.signals import beat_init
     from prometheus_client import REGISTRY
 
     from jobs.celery_app import app
 
     if not app.conf.beat_schedule:
         raise ConfigError("nothing to schedule: set REELGEN_NIGHTLY_CATALOG (and REELGEN_NIGHTLY_CRON)")
-    server = None
-    if settings.metrics_port is not None:
-        server = MetricsServer(
-            REGISTRY, settings.metrics_host, settings.metrics_port, health=_broker_health(settings)
-        )
+    servers: list[MetricsServer] = []
+    port = settings.metrics_port
+    if port is not None:
+        health = _broker_health(settings)
+
+        def serve(**_: Any) -> None:
+            # once the scheduler runs: a beat reported healthy has its own SIGTERM handling installed
+            servers.append(MetricsServer(REGISTRY, settings.metrics_host, port, health=health))
+
+        beat_init.connect(serve, weak=False)
     try:
-        return celery_main(app, argv)
+        return celery_main(app, argv, settings)
     finally:
-        if server is not None:
+        for server in servers:
             server.close()
 
 
@@ -152,9 +164,11 @@ def _broker_health(settings: Settings) -> HealthCheck:
     return redis_health(client)
 
 
-def celery_main(app: Celery, argv: list[str]) -> int:
+def celery_main(app: Celery, argv: list[str], settings: Settings) -> int:
+    # Celery prints its banner straight to stdout; a JSON log must hold JSON lines only
+    quiet = ["--quiet"] if settings.log_format == "json" else []
     try:
-        app.start(argv)
+        app.start([*quiet, *argv])
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     return 0

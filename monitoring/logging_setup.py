@@ -14,17 +14,20 @@ begins (a Celery task, the dispatcher serving one job); a filter copies them ont
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextvars import ContextVar
-from typing import Literal
+from datetime import UTC, datetime
+from typing import Literal, TextIO
 
 from pythonjsonlogger.json import JsonFormatter
 
 from monitoring.logs import PrintableRecords
 from reelgen.errors import ConfigError
+from reelgen.text import printable
 
 LogFormat = Literal["text", "json"]
 FORMATS: tuple[LogFormat, ...] = ("text", "json")
@@ -87,6 +90,26 @@ def prepare_handler(handler: logging.Handler, log_format: LogFormat) -> None:
             handler.addFilter(kind())
 
 
+def signal_safe_line(logger: str, level: str) -> Callable[..., None]:
+    """A `print` for signal handlers, in JSON: logging takes locks a signal handler must not wait on, which is
+    why Celery prints its shutdown notices itself; this writes them as log records instead."""
+
+    def say(message: str, stream: TextIO | None = None) -> None:
+        record = {
+            "time": datetime.now(UTC).astimezone().strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "level": level,
+            "logger": logger,
+            "pid": os.getpid(),
+            "message": printable(message),
+        }
+        out = stream or sys.stderr
+        with contextlib.suppress(Exception):  # a closed stream must not break the shutdown it reports
+            out.write(json.dumps(record, ensure_ascii=False) + "\n")
+            out.flush()
+
+    return say
+
+
 def setup_logging(log_format: LogFormat, level: int | str) -> None:
     """The root logger writes to stderr in `log_format`; children inherit the choice through the environment."""
     root = logging.getLogger()
@@ -96,5 +119,7 @@ def setup_logging(log_format: LogFormat, level: int | str) -> None:
     prepare_handler(handler, log_format)
     root.addHandler(handler)
     root.setLevel(level)
+    # Python's warnings (Celery's, a library's deprecations) through the same handler, not raw to stderr
+    logging.captureWarnings(True)
     # processes this one starts (Celery workers, the inference daemon) read the same choice
     os.environ[ENV_VAR] = log_format

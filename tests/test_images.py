@@ -131,7 +131,9 @@ def test_every_chart_container_runs_a_reelgen_subcommand_of_its_image() -> None:
         assert "command" not in container, f"{where}: the image's ENTRYPOINT (reelgen) must stay"
         args = container["args"]
         repo = container["image"].rsplit(":", 1)[0]
-        assert repo == (gpu_repo if args[0] == "gpu-daemon" else cpu_repo), where
+        cuda = args[0] == "gpu-daemon" and args[args.index("--device") + 1] != "cpu"
+        # only a daemon on a CUDA device needs the CUDA image; on the CPU it runs from the CPU image
+        assert repo == (gpu_repo if cuda else cpu_repo), where
         if args[0] not in commands:
             missing.add(args[0])
             continue

@@ -89,6 +89,13 @@ def run_flower(settings: Settings, extra_args: list[str]) -> int:
     """Run Flower in this process until it is stopped; returns its exit status."""
     from celery import Celery
 
+    try:
+        import flower  # noqa: F401  (an optional extra: workers, dispatcher and daemon images need none of it)
+    except ModuleNotFoundError:
+        raise ConfigError(
+            "Flower is not installed: install reelgen with its extra, pip install 'reelgen[flower]'"
+        ) from None
+
     from jobs.celery_app import configure
 
     argv = flower_argv(settings, settings.flower, extra_args)

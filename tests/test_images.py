@@ -39,6 +39,7 @@ def read_dockerfile(path: Path) -> Stage:
     text = path.read_text().replace("\\\n", " ")
     stage: Stage | None = None
     copies: list[str] = []
+    args: dict[str, str] = {}  # ARGs before the first FROM, with their defaults: what FROM lines may name
     for raw in text.splitlines():
         line = raw.strip()
         if not line or line.startswith("#"):
@@ -46,9 +47,11 @@ def read_dockerfile(path: Path) -> Stage:
         instruction, _, rest = line.partition(" ")
         instruction = instruction.upper()
         if instruction == "FROM":
-            stage = Stage(base=rest.split()[0])
+            stage = Stage(base=re.sub(r"\$\{(\w+)\}", lambda m: args[m.group(1)], rest.split()[0]))
         elif stage is None:
-            continue  # ARG before FROM
+            if instruction == "ARG":
+                name, _, default = rest.partition("=")
+                args[name.strip()] = default.strip()
         elif instruction == "USER":
             stage.user = rest.strip()
         elif instruction in ("ENTRYPOINT", "CMD"):
@@ -105,14 +108,44 @@ def test_images_copy_every_package_the_project_ships(image: Stage) -> None:
     assert "pyproject.toml" in image.copies
 
 
-def test_the_daemon_image_installs_the_text_detector_the_makefile_pins() -> None:
-    """The daemon serves text_detect from rapidocr's wheel (installed --no-deps, as `make` does)."""
-    pinned = re.search(r"rapidocr-onnxruntime==([\d.]+)", (ROOT / "Makefile").read_text())
-    dockerfile = (DOCKER / "gpu.Dockerfile").read_text()
-    assert pinned is not None
-    assert f"ARG RAPIDOCR_VERSION={pinned.group(1)}" in dockerfile
-    assert 'pip install --no-deps "rapidocr-onnxruntime==${RAPIDOCR_VERSION}"' in dockerfile
+@pytest.mark.parametrize("name", ["cpu", "gpu"])
+def test_images_install_the_lock_with_hashes_on_a_pinned_base(name: str) -> None:
+    dockerfile = (DOCKER / f"{name}.Dockerfile").read_text().replace("\\\n", " ")
+    image = read_dockerfile(DOCKER / f"{name}.Dockerfile")
+    # a patch release (a digest may be added at build time), never a floating tag like 3.11 or latest
+    assert re.fullmatch(r"python:3\.\d+\.\d+-slim-\w+(@sha256:[0-9a-f]{64})?", image.base), image.base
+    installs = [line for line in dockerfile.splitlines() if "pip install" in line]
+    assert any("--require-hashes --no-deps -r requirements.lock" in line for line in installs)
+    for line in installs:
+        # every other install names one exact version, or is the package itself without resolving anything
+        assert "==" in line or "--no-deps --no-build-isolation ." in line or "-r requirements.lock" in line, (
+            line
+        )
+    assert "requirements.lock" in image.copies
+    assert "rapidocr" not in dockerfile  # the text detector's model ships in the package
     assert {"text_detect", "saliency", "faces"} <= set(DaemonSettings().models)
+
+
+def test_make_installs_the_dev_lock_which_agrees_with_the_image_lock() -> None:
+    makefile = (ROOT / "Makefile").read_text()
+    assert "--require-hashes --no-deps -r $(DEV_LOCK)" in makefile and "pip check" in makefile
+
+    def pins(path: Path) -> dict[str, str]:
+        """{name: version} of a lock, each requirement with at least one sha256 hash."""
+        found: dict[str, str] = {}
+        for block in re.split(r"\n(?=[a-z0-9])", path.read_text()):
+            match = re.match(r"([a-z0-9._-]+)==(\S+)", block)
+            if match:
+                assert "--hash=sha256:" in block, block
+                found[match.group(1)] = match.group(2)
+        assert found
+        return found
+
+    runtime, dev = pins(ROOT / "requirements.lock"), pins(ROOT / "requirements-dev.lock")
+    # what the images run is what the tests ran
+    assert {name: dev.get(name) for name in runtime} == runtime
+    assert "torch" not in runtime  # installed first, as the CPU or the CUDA build
+    assert "transformers" not in runtime and "transformers" in dev  # an extra, not in the images by default
 
 
 def test_default_commands_are_cli_subcommands() -> None:

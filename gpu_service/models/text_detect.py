@@ -1,5 +1,6 @@
-"""On-screen text detection in the daemon: PP-OCRv4's text detector (DB), the ONNX file the rapidocr-onnxruntime
-wheel carries, run by onnxruntime on the daemon's device, with DB post-processing. Needs no download.
+"""On-screen text detection in the daemon: PP-OCRv4's text detector (DB), the ONNX file RapidOCR's wheel carries
+(copied into data/, see its NOTICE), run by onnxruntime on the daemon's device, with DB post-processing
+(db_postprocess.py). Needs no download.
 
 Only detection runs (where text is, not what it says): the crop planner needs regions to keep whole, and
 recognition would cost about twice as much again (~0.87 s against ~0.33 s per 720p frame on 2 cores).
@@ -22,6 +23,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from gpu_service.models.db_postprocess import DBPostProcess
 from gpu_service.registry import ArrayShape, InferenceModel, Span, register
 from gpu_service.weights import file_digest
 from reelgen.errors import ConfigError
@@ -41,15 +43,9 @@ Box = tuple[float, float, float, float]
 
 
 def builtin_model_path() -> Path:
-    try:
-        import rapidocr_onnxruntime
-    except ImportError as exc:  # pragma: no cover - exercised only on a broken install
-        raise ConfigError(
-            "text detection needs rapidocr-onnxruntime==1.4.4 (installed with --no-deps; see the Makefile)"
-        ) from exc
-    path = Path(rapidocr_onnxruntime.__file__).parent / "models" / "ch_PP-OCRv4_det_infer.onnx"
-    if not path.is_file():  # pragma: no cover
-        raise ConfigError(f"{path} is missing from the rapidocr-onnxruntime wheel")
+    path = Path(__file__).parent / "data" / "ch_PP-OCRv4_det_infer.onnx"
+    if not path.is_file():  # pragma: no cover - exercised only on a broken install
+        raise ConfigError(f"{path} is missing: the package was installed without its data files")
     return path
 
 
@@ -79,7 +75,6 @@ class TextDetector:
         providers: Sequence[str] = ("CPUExecutionProvider",),
     ) -> None:
         import onnxruntime as ort
-        from rapidocr_onnxruntime.ch_ppocr_det.utils import DBPostProcess
 
         self.max_side = max_side
         self.model_path = model_path or builtin_model_path()
@@ -104,8 +99,6 @@ class TextDetector:
             box_thresh=BOX_THRESHOLD,
             max_candidates=1000,
             unclip_ratio=UNCLIP_RATIO,
-            use_dilation=True,
-            score_mode="fast",
         )
 
     def __call__(self, frames: np.ndarray) -> list[list[Box]]:
@@ -122,7 +115,7 @@ class TextDetector:
                 tensor[row, :, :in_h, :in_w] = (small.astype(np.float32) / 127.5 - 1.0).transpose(2, 0, 1)
             maps = self.session.run(None, {self.input_name: tensor})[0]
             for row in range(len(chunk)):
-                quads, _ = self._post(maps[row : row + 1, :, :in_h, :in_w], (height, width))
+                quads = self._post(maps[row : row + 1, :, :in_h, :in_w], (height, width))
                 results.append([_bounds(q, width, height) for q in quads if _usable(q)])
         return results
 

@@ -28,6 +28,7 @@ from jobs import celery_app
 from jobs.ledger import JobKind, Ledger
 from jobs.redis_server import EmbeddedRedis
 from monitoring import metrics
+from monitoring.exporter import MetricsServer
 from reelgen.settings import Settings
 from tests.conftest import index_results
 
@@ -113,7 +114,7 @@ def test_worker_metrics_sum_over_processes(tmp_path: Path) -> None:
     # two separate processes, as two prefork children are: each writes its own files
     for done, error in ((2, "UnreadableVideo"), (3, "ItemTimeout")):
         subprocess.run([sys.executable, "-c", _OBSERVER, str(done), error], env=env, check=True, timeout=60)
-    server = metrics.MetricsServer(metrics.worker_registry(samples_dir), "127.0.0.1", 0)
+    server = MetricsServer(metrics.worker_registry(samples_dir), "127.0.0.1", 0)
     try:
         status, text = get(f"http://127.0.0.1:{server.port}/metrics")
     finally:
@@ -138,7 +139,7 @@ def test_count_item_rejects_an_unknown_outcome() -> None:
 
 
 @pytest.fixture
-def exporter(redis_server: EmbeddedRedis) -> Iterator[tuple[metrics.MetricsServer, Ledger]]:
+def exporter(redis_server: EmbeddedRedis) -> Iterator[tuple[MetricsServer, Ledger]]:
     client = redis.Redis.from_url(redis_server.url)
     client.flushall()
     server = metrics.serve_metrics(0, Settings(redis_url=SecretStr(redis_server.url)), host="127.0.0.1")
@@ -148,7 +149,7 @@ def exporter(redis_server: EmbeddedRedis) -> Iterator[tuple[metrics.MetricsServe
 
 
 def test_exporter_reports_queue_depth_and_job_progress_from_redis(
-    exporter: tuple[metrics.MetricsServer, Ledger],
+    exporter: tuple[MetricsServer, Ledger],
 ) -> None:
     server, ledger = exporter
     client = ledger.redis

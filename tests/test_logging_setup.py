@@ -5,13 +5,19 @@ from __future__ import annotations
 import io
 import json
 import logging
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from monitoring import logging_setup
 from monitoring.logging_setup import log_context, prepare_handler, resolve_format
 from reelgen.errors import ConfigError
+
+REELGEN = str(Path(sys.executable).with_name("reelgen"))
 
 
 @pytest.fixture
@@ -64,3 +70,24 @@ def test_the_format_comes_from_the_flag_then_the_environment(monkeypatch: pytest
     monkeypatch.setenv(logging_setup.ENV_VAR, "yaml")
     with pytest.raises(ConfigError, match="REELGEN_LOG_FORMAT"):
         resolve_format(None)
+
+
+def test_reelgen_run_logs_json_naming_the_job_and_item(tmp_path: Path) -> None:
+    catalog = tmp_path / "c.jsonl"
+    missing = tmp_path / "missing.mp4"
+    line = {"item_id": "sku-1", "video": str(missing), "image": str(tmp_path / "x.jpg"), "title": "t"}
+    catalog.write_text(json.dumps(line) + "\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REELGEN_")}
+    state = tmp_path / "state"
+    result = subprocess.run(
+        [REELGEN, "--log-format", "json", "-v", "run", str(catalog), "--out", str(tmp_path / "out"),
+         "--state-dir", str(state)],
+        env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 1, result.stderr  # the item fails: its video is missing
+    records = [json.loads(line) for line in result.stderr.splitlines() if line.startswith("{")]
+    assert any(r["logger"] == "jobs.dispatcher" and r.get("job_id") for r in records), result.stderr
+    (worker_log,) = (state / "logs").glob("worker-*.log")
+    worker = [json.loads(line) for line in worker_log.read_text().splitlines() if line.strip()]
+    failed = [r for r in worker if r.get("item_id") == "sku-1" and r["level"] == "WARNING"]
+    assert failed and failed[0]["job_id"] and "SourceNotFound" in failed[0]["message"]

@@ -26,7 +26,7 @@ from jobs.ledger import JobKind, JobRecord, JobState, Ledger
 from jobs.redis_server import EmbeddedRedis
 from jobs.submit import submit_catalog_job
 from jobs.worker_pool import WorkerPool
-from monitoring.progress import ProgressBar
+from monitoring.progress import ProgressDisplay, Snapshot
 from reelgen.errors import CatalogError
 from reelgen.private import private_dir
 from reelgen.processes import terminate
@@ -136,7 +136,7 @@ def run_catalog(settings: Settings, catalog: Path, *, stream: TextIO = sys.stdou
                 log_file=settings.state_dir / "logs" / f"worker-{job.id}.log",
             )
         )
-        bar = ProgressBar()
+        display = stack.enter_context(ProgressDisplay())
         dispatcher = Dispatcher(ledger, app, settings, only=job.id)
         current = job
 
@@ -145,13 +145,15 @@ def run_catalog(settings: Settings, catalog: Path, *, stream: TextIO = sys.stdou
             daemon.ensure_running()
             pool.ensure_running()
             current = ledger.job(job.id)
-            bar.update(
-                done=current.done, failed=current.failed, skipped=current.skipped,
-                total=current.total, in_flight=current.in_flight,
+            display.update(
+                Snapshot(
+                    done=current.done, failed=current.failed, skipped=current.skipped, total=current.total,
+                    stages=ledger.in_flight_by_stage(job.id), state=current.state.value,
+                )
             )  # fmt: skip
 
         dispatcher.serve(stop=lambda: current.state.finished, on_tick=tick)
-        bar.close()
+        display.close()  # the summary prints below the display's last state
         inference = read_usage(settings.daemon_socket)
         # the job is over and nothing runs: workers and daemon shut down side by side (after a failure the
         # stack stops them in turn instead, the daemon outliving the workers while they finish their tasks)

@@ -228,7 +228,7 @@ def run_reelgen(
     peaks.start()
     started = time.perf_counter()
     with open(os.devnull, "w") as quiet:
-        outcome = run_catalog(settings, catalog, stream=quiet)
+        outcome = run_catalog(settings, str(catalog), stream=quiet)
     wall = time.perf_counter() - started
     peak_mb = peaks.stop()
     after = children_usage()

@@ -11,16 +11,21 @@ from __future__ import annotations
 import codecs
 import csv
 import json
+import logging
 import re
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, ClassVar
 from urllib.parse import urlparse
 
 from reelgen.errors import BadCatalogLine, BadItemId, CatalogError, ReelgenError
+from reelgen.names import did_you_mean, nearest, shown
 from reelgen.settings import SourcePolicy
+from reelgen.text import printable
 from storage.sources import SourceGuard
+
+log = logging.getLogger(__name__)
 
 ITEM_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 REQUIRED = ("item_id", "video", "image", "title")
@@ -35,6 +40,8 @@ FIELD_LIMITS: dict[str, int | None] = {
     "version": 128,
     "updated_at": 128,
 }
+#: unknown field names warned about per catalog, at most: a hostile catalog may carry a new one on every line
+MAX_FIELD_WARNINGS = 10
 URI_FIELDS = ("video", "image")
 VERSION_FIELDS = ("version", "updated_at")
 Fields = dict[str, Any]
@@ -266,6 +273,35 @@ def _csv_records(lines: Iterator[tuple[int, bytes | None]]) -> Iterator[tuple[in
         yield start, dict(zip(header, row, strict=False))
 
 
+class UnknownFields:
+    """Warns once per process about each field of a catalog that the reader does not know (and drops), about
+    MAX_FIELD_WARNINGS of them per catalog at most."""
+
+    _warned: ClassVar[dict[str, set[str]]] = {}
+
+    def __init__(self, catalog: str) -> None:
+        self.catalog = catalog
+        self.names = self._warned.setdefault(catalog, set())
+
+    def check(self, fields: Fields) -> None:
+        if len(self.names) >= MAX_FIELD_WARNINGS:
+            return
+        for name in fields:
+            if name in FIELD_LIMITS or name in self.names:
+                continue
+            self.names.add(name)
+            suggestion = nearest(name, FIELD_LIMITS)
+            log.warning(
+                "catalog %s: field %r is not a catalog field and is ignored%s",
+                printable(self.catalog),
+                shown(name),
+                did_you_mean(repr(suggestion) if suggestion else None),
+            )
+            if len(self.names) >= MAX_FIELD_WARNINGS:
+                log.warning("catalog %s: further unknown fields are not listed", printable(self.catalog))
+                return
+
+
 def read_catalog(
     path: Path, policy: SourcePolicy, *, source: str | None = None
 ) -> Iterator[tuple[int, CatalogEntry | BadLine]]:
@@ -280,6 +316,7 @@ def read_catalog(
         raise CatalogError(f"catalog {path} does not exist or is not a file")
     guard = SourceGuard(policy, path.parent.resolve() if source is None else None)
     is_csv = (path.name if source is None else urlparse(source).path).lower().endswith(".csv")
+    unknown = UnknownFields(source or str(path))
     with open(path, "rb") as handle:
         lines = physical_lines(handle)
         for line_no, fields in _csv_records(lines) if is_csv else _json_records(lines):
@@ -289,6 +326,7 @@ def read_catalog(
                     BadLine(line_no, line_key(line_no), BadCatalogLine(f"line {line_no}: {fields}")),
                 )
                 continue
+            unknown.check(fields)
             record: CatalogEntry | BadLine
             try:
                 record = parse_line(fields, guard)

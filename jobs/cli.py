@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from jobs import cli_args
 from monitoring.logging_setup import FORMATS, resolve_format, setup_logging
 from reelgen import __version__
 from reelgen.errors import CatalogError, ConfigError, JobNotFound, JobStateError
@@ -27,6 +28,10 @@ DELEGATED = ("flower", "gpu-daemon")
 
 
 def _settings(args: argparse.Namespace, **overrides: Any) -> Settings:
+    from reelgen.names import warn_unknown_variables
+
+    # first: importing the runner loads the settings, and a misspelt nested setting fails that load
+    warn_unknown_variables()
     from jobs.runner import apply_s3_settings
 
     settings = load_settings(**overrides)
@@ -39,26 +44,29 @@ def _ledger(settings: Settings) -> Any:
 
     from jobs.celery_app import app, configure
     from jobs.ledger import Ledger
+    from jobs.preflight import check_redis
 
     if settings.redis_url is None:
         raise ConfigError(
             "this command needs the shared Redis: set REELGEN_REDIS_URL (only `reelgen run` embeds its own)"
         )
+    check_redis(settings.redis_url.get_secret_value())
     configure(app, settings)
     return Ledger(redis.Redis.from_url(settings.redis_url.get_secret_value()))
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from jobs.runner import run_catalog
-
     settings = _settings(
         args, out=args.out, aspects=args.aspects, workers=args.workers, state_dir=args.state_dir
     )
-    return run_catalog(settings, Path(args.catalog)).exit_code
+    from jobs.runner import run_catalog
+
+    return run_catalog(settings, args.catalog).exit_code
 
 
 def _cmd_backfill(args: argparse.Namespace) -> int:
     from jobs.ledger import JobKind, Reprocess
+    from jobs.preflight import check_job
     from jobs.submit import plan_catalog, submit_catalog_job
 
     settings = _settings(args, out=args.out, aspects=args.aspects)
@@ -70,6 +78,7 @@ def _cmd_backfill(args: argparse.Namespace) -> int:
             f"({counts['manifest_reads']} manifests read)"
         )
         return 0
+    check_job(settings, args.catalog, JobKind.BACKFILL.value)
     job = submit_catalog_job(
         _ledger(settings),
         settings,
@@ -84,61 +93,87 @@ def _cmd_backfill(args: argparse.Namespace) -> int:
 
 
 def _cmd_nightly(args: argparse.Namespace) -> int:
+    settings = _settings(args, out=args.out)
+    from jobs.ledger import JobKind
+    from jobs.preflight import check_job
     from jobs.schedule import create_nightly, logical_date
 
-    settings = _settings(args, out=args.out)
-    job, created = create_nightly(
-        _ledger(settings), settings, args.date or logical_date(settings), args.catalog
-    )
+    catalog = args.catalog or settings.nightly_catalog
+    if not catalog:
+        raise ConfigError("no nightly catalog: give --catalog or set REELGEN_NIGHTLY_CATALOG")
+    check_job(settings, catalog, JobKind.NIGHTLY.value)
+    job, created = create_nightly(_ledger(settings), settings, args.date or logical_date(settings), catalog)
     print(job.id if created else f"{job.id} (already registered for this date)")
     return 0
 
 
 def _cmd_retry(args: argparse.Namespace) -> int:
+    settings = _settings(args, state_dir=args.state_dir)
+    from jobs.local_state import job_ledger
+    from jobs.preflight import check_store
+    from jobs.runner import retry_locally
     from jobs.submit import retry_candidates, submit_retry
 
-    settings = _settings(args)
-    ledger = _ledger(settings)
-    ledger.job(args.job)
-    if args.dry_run:
-        counts = retry_candidates(ledger, args.job, args.error, args.include_dead)
-        print(f"dry run: would retry {sum(counts.values())} item(s) of job {args.job}")
-        for error, count in counts.most_common():
-            print(f"  {error} x{count}")
-        return 0
-    job = submit_retry(
-        ledger, settings, args.job, error=args.error, include_dead=args.include_dead, priority=args.priority
-    )
+    if settings.redis_url is None and not args.dry_run:
+        # a local run's retry runs here, as the run did: nothing else would serve it
+        outcome = retry_locally(
+            settings, args.job, error=args.error, include_dead=args.include_dead, priority=args.priority
+        )
+        return outcome.exit_code
+    with job_ledger(settings) as (settings, ledger):
+        parent = ledger.job(args.job)
+        if args.dry_run:
+            counts = retry_candidates(ledger, args.job, args.error, args.include_dead)
+            print(f"dry run: would retry {sum(counts.values())} item(s) of job {args.job}")
+            for error, count in counts.most_common():
+                print(f"  {error} x{count}")
+            return 0
+        check_store(parent.out)
+        job = submit_retry(
+            ledger,
+            settings,
+            args.job,
+            error=args.error,
+            include_dead=args.include_dead,
+            priority=args.priority,
+        )
     print(job.id)
     return 0
 
 
 def _cmd_job(args: argparse.Namespace) -> int:
     from jobs.ledger import JobAction
+    from jobs.local_state import job_ledger
 
-    ledger = _ledger(_settings(args))
-    if args.action == "limit":
-        if args.value is None or args.value < 1:
-            raise ConfigError("job limit needs a positive number of items in flight")
-        ledger.set_max_in_flight(args.job, args.value)
-        print(f"{args.job}: at most {args.value} items in flight")
-        return 0
-    state = ledger.control(args.job, JobAction(args.action))
+    with job_ledger(_settings(args, state_dir=args.state_dir)) as (_, ledger):
+        if args.action == "limit":
+            if args.value is None:
+                raise ConfigError("job limit needs a number of items in flight, e.g. job limit JOB 8")
+            ledger.set_max_in_flight(args.job, args.value)
+            print(f"{args.job}: at most {args.value} items in flight")
+            return 0
+        state = ledger.control(args.job, JobAction(args.action))
     print(f"{args.job}: {state.value}")
     return 0
 
 
 def _cmd_status(args: argparse.Namespace) -> int:
-    from jobs.status import job_status, render
+    settings = _settings(args, state_dir=args.state_dir)
+    from jobs.celery_app import app
+    from jobs.local_state import job_ledger
+    from jobs.status import broker_status, job_status, render, render_broker
 
-    ledger = _ledger(_settings(args))
-    jobs = [ledger.job(args.job)] if args.job else ledger.jobs(args.limit)
-    statuses = [job_status(ledger, job) for job in jobs]
+    with job_ledger(settings) as (_, ledger):
+        jobs = [ledger.job(args.job)] if args.job else ledger.jobs(args.limit)
+        statuses = [job_status(ledger, job) for job in jobs]
+        broker = broker_status(ledger.redis, app)
     if args.json:
-        data: Any = statuses[0].to_json() if args.job else [s.to_json() for s in statuses]
-        print(json.dumps(data, indent=1))
+        if args.job:
+            print(json.dumps(statuses[0].to_json() | {"broker": broker.to_json()}, indent=1))
+        else:
+            print(json.dumps([s.to_json() for s in statuses], indent=1))
     else:
-        print("\n".join(render(s) for s in statuses) if statuses else "no jobs")
+        print("\n".join([*(render(s) for s in statuses), render_broker(broker)]) if statuses else "no jobs")
     return 0
 
 
@@ -190,6 +225,9 @@ def _cmd_beat(args: argparse.Namespace) -> int:
 
 
 def _cmd_flower(args: argparse.Namespace) -> int:
+    if {"-h", "--help"} & set(args.extra):
+        print(args.usage())  # reelgen's own help: Flower's needs a broker before it prints anything
+        return 0
     try:
         module = importlib.import_module("monitoring.flower")
     except ModuleNotFoundError as exc:
@@ -266,9 +304,9 @@ def _cmd_probe(args: argparse.Namespace) -> int:
 
 
 def _cmd_config(args: argparse.Namespace) -> int:
+    settings = _settings(args)
     from jobs.celery_app import check_timeouts
 
-    settings = load_settings()
     check_timeouts(settings)
     shown = settings.masked()
     shown["config_hash"] = settings.output_config().config_hash
@@ -277,12 +315,24 @@ def _cmd_config(args: argparse.Namespace) -> int:
 
 
 def _output_flags(command: argparse.ArgumentParser) -> None:
-    command.add_argument("--out", help="output folder or s3://bucket/prefix (default: ./out)")
-    command.add_argument("--aspects", help="comma-separated aspect ratios, e.g. 1:1,9:16")
+    command.add_argument(
+        "--out", help="output folder or s3://bucket/prefix (default: REELGEN_OUT, else ./out)"
+    )
+    command.add_argument(
+        "--aspects", type=cli_args.aspects, help="comma-separated aspect ratios, e.g. 1:1,9:16 (default: six)"
+    )
+
+
+def _state_dir_flag(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--state-dir",
+        help="without REELGEN_REDIS_URL: the --state-dir a local `reelgen run` took, whose ledger to use "
+        "(default: REELGEN_STATE_DIR, else .reelgen)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="reelgen", description=__doc__)
+    parser = cli_args.OneLineParser(prog="reelgen", description=__doc__)
     parser.add_argument("--version", action="version", version=f"reelgen {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
     parser.add_argument(
@@ -290,12 +340,20 @@ def build_parser() -> argparse.ArgumentParser:
         choices=FORMATS,
         help="text, or json: one object per line (default: REELGEN_LOG_FORMAT)",
     )
-    commands = parser.add_subparsers(dest="command", required=True)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    run = commands.add_parser("run", help="process a catalog end to end on this machine")
-    run.add_argument("catalog", help="catalog file (JSONL or CSV)")
+    run = commands.add_parser(
+        "run",
+        help="process a catalog end to end on this machine",
+        description="Process a catalog on this machine: an embedded Redis (unless REELGEN_REDIS_URL is set), "
+        "local Celery workers and inference daemon, live progress, a summary; exit 0 all done, 1 some failed, "
+        "2 usage or configuration error.",
+    )
+    run.add_argument("catalog", help="catalog (JSONL or CSV): a path, s3://bucket/key or https:// URL")
     _output_flags(run)
-    run.add_argument("--workers", type=int, help="Celery worker processes (default: one per CPU)")
+    run.add_argument(
+        "--workers", type=cli_args.positive_int, help="Celery worker processes (default: one per CPU)"
+    )
     run.add_argument("--state-dir", help="folder for the embedded Redis, cache and logs (default: .reelgen)")
     run.set_defaults(func=_cmd_run)
 
@@ -305,9 +363,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     backfill.add_argument("catalog", help="catalog: a path, s3://bucket/key or https:// URL (JSONL or CSV)")
     _output_flags(backfill)
-    backfill.add_argument("--priority", type=int, help="priority class (0 first); default from the job kind")
     backfill.add_argument(
-        "--max-in-flight", type=int, help="items in flight for this job (change: job limit)"
+        "--priority", type=cli_args.class_number, help="priority class (0 first); default from the job kind"
+    )
+    backfill.add_argument(
+        "--max-in-flight", type=cli_args.positive_int, help="items in flight for this job (change: job limit)"
     )
     backfill.add_argument(
         "--reprocess", choices=reprocess, default="missing",
@@ -321,29 +381,56 @@ def build_parser() -> argparse.ArgumentParser:
     nightly = commands.add_parser(
         "nightly", help="register the nightly job of a logical date now (idempotent)"
     )
-    nightly.add_argument("--date", help="logical date YYYY-MM-DD (default: that of the schedule's last fire)")
-    nightly.add_argument("--catalog", help="default: REELGEN_NIGHTLY_CATALOG")
-    nightly.add_argument("--out", help="output folder or s3://bucket/prefix")
+    nightly.add_argument(
+        "--date",
+        type=cli_args.iso_date,
+        help="logical date YYYY-MM-DD (default: that of the schedule's last fire)",
+    )
+    nightly.add_argument("--catalog", help="catalog path or URI (default: REELGEN_NIGHTLY_CATALOG)")
+    nightly.add_argument("--out", help="output folder or s3://bucket/prefix (default: REELGEN_OUT)")
     nightly.set_defaults(func=_cmd_nightly)
 
-    retry = commands.add_parser("retry", help="re-enqueue a job's failed items as a retry job")
-    retry.add_argument("--job", required=True)
+    retry = commands.add_parser(
+        "retry",
+        help="re-enqueue a job's failed items as a retry job",
+        description="Retry a job's failed items. With REELGEN_REDIS_URL the retry job is registered for the "
+        "dispatcher; without it, the failures of the local run in --state-dir are retried here, as `run` does.",
+    )
+    retry.add_argument("--job", required=True, help="the job whose failures to retry (see reelgen status)")
     retry.add_argument("--error", help="only failures of this error class (e.g. SourceUnreachable)")
     retry.add_argument("--include-dead", action="store_true", help="also dead-lettered items")
-    retry.add_argument("--priority", type=int)
+    retry.add_argument(
+        "--priority",
+        type=cli_args.class_number,
+        help="priority class (0 first; default: REELGEN_PRIORITY_CLASSES)",
+    )
     retry.add_argument("--dry-run", action="store_true", help="count what would be retried; enqueue nothing")
+    _state_dir_flag(retry)
     retry.set_defaults(func=_cmd_retry)
 
     job = commands.add_parser("job", help="control a job: cancel, pause, resume, drain, limit")
-    job.add_argument("action", choices=("cancel", "pause", "resume", "drain", "limit"))
-    job.add_argument("job")
-    job.add_argument("value", nargs="?", type=int, help="for limit: items in flight")
+    job.add_argument(
+        "action",
+        choices=("cancel", "pause", "resume", "drain", "limit"),
+        help="pause/resume: stop/restart taking new items; drain: finish what is in flight, then end; "
+        "cancel: end now; limit: set the items in flight",
+    )
+    job.add_argument("job", help="the job id (see reelgen status)")
+    job.add_argument("value", nargs="?", type=cli_args.positive_int, help="for limit: items in flight")
+    _state_dir_flag(job)
     job.set_defaults(func=_cmd_job)
 
-    status = commands.add_parser("status", help="counts, rate, ETA, in flight and top errors per job")
-    status.add_argument("job", nargs="?")
-    status.add_argument("--json", action="store_true")
-    status.add_argument("--limit", type=int, default=20, help="jobs listed without JOB (newest first)")
+    status = commands.add_parser(
+        "status", help="counts, rate, ETA, items per stage, queue, workers and top errors per job"
+    )
+    status.add_argument("job", nargs="?", help="one job's id (default: the newest jobs)")
+    status.add_argument(
+        "--json", action="store_true", help="print JSON (with JOB: the broker's queue and workers)"
+    )
+    status.add_argument(
+        "--limit", type=cli_args.positive_int, default=20, help="jobs listed without JOB (newest first)"
+    )
+    _state_dir_flag(status)
     status.set_defaults(func=_cmd_status)
 
     dispatcher = commands.add_parser("dispatcher", help="service: feed every running job, reap leases")
@@ -352,32 +439,48 @@ def build_parser() -> argparse.ArgumentParser:
 
     worker = commands.add_parser("worker", help="service: a Celery worker for this node")
     worker.add_argument("--queues", help="comma-separated queues (default: REELGEN_WORKER_QUEUES)")
-    worker.add_argument("--concurrency", type=int, help="worker processes (default: REELGEN_WORKERS or CPUs)")
+    worker.add_argument(
+        "--concurrency",
+        type=cli_args.positive_int,
+        help="worker processes (default: REELGEN_WORKERS or CPUs)",
+    )
     worker.add_argument("--heartbeat-file", help="liveness file (default: REELGEN_WORKER_HEARTBEAT_FILE)")
-    worker.add_argument("--heartbeat-s", type=float, help="seconds between heartbeats")
+    worker.add_argument("--heartbeat-s", type=cli_args.positive_float, help="seconds between heartbeats")
     worker.add_argument("--hostname", help="Celery node name, e.g. reelgen@%%h")
-    worker.add_argument("--loglevel", default="INFO")
+    worker.add_argument("--loglevel", default="INFO", help="Celery's log level (default: INFO)")
     worker.set_defaults(func=_cmd_worker)
 
     beat = commands.add_parser("beat", help="service: Celery beat with the nightly schedule (UTC cron)")
     beat.add_argument("--schedule-file", help="beat's state file (default: STATE_DIR/celerybeat-schedule)")
-    beat.add_argument("--loglevel", default="INFO")
+    beat.add_argument("--loglevel", default="INFO", help="Celery's log level (default: INFO)")
     beat.set_defaults(func=_cmd_beat)
 
-    flower = commands.add_parser("flower", help="service: the Flower dashboard (extra args go to Flower)")
-    flower.add_argument("extra", nargs=argparse.REMAINDER)
-    flower.set_defaults(func=_cmd_flower)
+    flower = commands.add_parser(
+        "flower",
+        help="service: the Flower dashboard (extra args go to Flower)",
+        usage="reelgen flower [FLOWER ARGS...]",
+        description="Flower on the broker of REELGEN_REDIS_URL, with basic auth from REELGEN_FLOWER__BASIC_AUTH "
+        "(user:password); address, port and URL prefix from REELGEN_FLOWER__ADDRESS, __PORT and __URL_PREFIX. "
+        "Every other argument goes to Flower unchanged, e.g. `reelgen flower --port=5566`; "
+        "--allow-unauthenticated starts it without auth on a trusted network.",
+    )
+    flower.add_argument("extra", nargs=argparse.REMAINDER, help="arguments for Flower")
+    flower.set_defaults(func=_cmd_flower, usage=flower.format_help)
 
     gpu = commands.add_parser("gpu-daemon", help="service: the inference daemon (args go to the daemon)")
-    gpu.add_argument("extra", nargs=argparse.REMAINDER)
+    gpu.add_argument("extra", nargs=argparse.REMAINDER, help="arguments for the daemon (see its --help)")
     gpu.set_defaults(func=_cmd_gpu_daemon)
 
     sample = commands.add_parser("sample-catalog", help="write synthetic product videos and a catalog")
-    sample.add_argument("dir")
-    sample.add_argument("--items", type=int, default=4)
-    sample.add_argument("--seed", type=int, default=0)
-    sample.add_argument("--min-duration", type=float, default=15.0)
-    sample.add_argument("--max-duration", type=float, default=30.0)
+    sample.add_argument("dir", help="folder to write DIR/catalog.jsonl, its videos and main images into")
+    sample.add_argument("--items", type=cli_args.positive_int, default=4, help="products (default: 4)")
+    sample.add_argument("--seed", type=int, default=0, help="random seed: the same seed, the same catalog")
+    sample.add_argument(
+        "--min-duration", type=cli_args.positive_float, default=15.0, help="shortest video, seconds (15)"
+    )
+    sample.add_argument(
+        "--max-duration", type=cli_args.positive_float, default=30.0, help="longest video, seconds (30)"
+    )
     sample.add_argument("--hard-cases", action="store_true", help="also write the distorted hard cases")
     sample.set_defaults(func=_cmd_sample_catalog)
 
@@ -385,7 +488,7 @@ def build_parser() -> argparse.ArgumentParser:
         "eval-highlights", help="hit rate of chosen windows against a generated catalog's ground truth"
     )
     evaluation.add_argument("catalog", help="a catalog written by `reelgen sample-catalog`")
-    evaluation.add_argument("--json", action="store_true")
+    evaluation.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     evaluation.set_defaults(func=_cmd_eval_highlights)
 
     report = commands.add_parser("report", help="write a static HTML report of a run's output folder")

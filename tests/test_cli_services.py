@@ -32,13 +32,19 @@ def _cli(env: dict[str, str], *args: str, timeout: float = 60) -> subprocess.Com
     return subprocess.run([REELGEN, *args], env=env, capture_output=True, text=True, timeout=timeout)
 
 
-def test_shared_redis_commands_need_a_redis_url(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+def test_shared_redis_commands_need_a_redis_url_or_a_local_run(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.delenv("REELGEN_REDIS_URL", raising=False)
-    for args in (["status"], ["dispatcher", "--once"], ["retry", "--job", "x"], ["job", "pause", "x"]):
-        assert main(args) == 2, args
-        assert "REELGEN_REDIS_URL" in capsys.readouterr().err
+    assert main(["dispatcher", "--once"]) == 2
+    assert "REELGEN_REDIS_URL" in capsys.readouterr().err
+    # the commands about jobs work on a local run's state folder instead, but only on one a run has used
+    empty = tmp_path / "no-run-here"
+    for args in (["status"], ["retry", "--job", "x"], ["job", "pause", "x"]):
+        assert main([*args, "--state-dir", str(empty)]) == 2, args
+        err = capsys.readouterr().err
+        assert f"no local run in {empty}" in err and "REELGEN_REDIS_URL" in err
+    assert not empty.exists()  # a mistyped folder is named, not created
 
 
 def test_inconsistent_timeouts_are_refused_at_start() -> None:

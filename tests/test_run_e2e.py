@@ -106,4 +106,4 @@ def test_usage_errors_exit_2(tmp_path: Path) -> None:
     catalog = tmp_path / "c.jsonl"
     catalog.write_text("")
     bad_aspect = _run(catalog, tmp_path / "out", tmp_path / "state", "--aspects", "9x16")
-    assert bad_aspect.returncode == 2 and "ConfigError" in bad_aspect.stderr
+    assert bad_aspect.returncode == 2 and "argument --aspects: aspect '9x16' is not" in bad_aspect.stderr

@@ -1,0 +1,128 @@
+"""Checks made before a job is registered: the catalog can be read, the output store takes a write, Redis answers.
+
+A job registered against a store that refuses every write, or a catalog that is not there, would only fail later,
+in a dispatcher's retries, far from the person who typed the command. Each check raises a ConfigError or
+CatalogError whose one line says what is wrong and where to fix it; the CLI prints it and exits 2. The checks are
+bounded in time: a store or Redis that does not answer fails them in seconds, not after a client's long retries.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from collections.abc import Iterator
+from itertools import islice
+from pathlib import Path
+
+import redis
+
+from jobs.catalog import read_catalog
+from reelgen.errors import CatalogError, ConfigError, ReelgenError
+from reelgen.settings import Settings, SourcePolicy
+from reelgen.text import printable
+from storage.s3 import S3Store, make_client
+from storage.store import ObjectStore, open_store, process_tag
+from storage.uri import Scheme, parse_uri
+
+#: catalog records read ahead to warn about unknown fields before the job starts
+LOOKAHEAD_RECORDS = 100
+#: seconds a check waits for one answer from Redis or S3
+ANSWER_S = 5.0
+S3_ATTEMPTS = 2
+
+
+def check_catalog(catalog: str, policy: SourcePolicy, *, lookahead: bool = True) -> None:
+    """A local catalog must be a readable file; with lookahead its first records are read, which warns about
+    unknown fields now, to the person submitting it. A remote one is checked by check_remote_catalog."""
+    uri = parse_uri(catalog)
+    if uri.scheme is not Scheme.FILE:
+        return
+    path = uri.local_path
+    if not path.is_file():
+        raise CatalogError(f"catalog {path} does not exist or is not a file")
+    try:
+        with open(path, "rb") as handle:
+            handle.read(1)
+    except OSError as exc:
+        raise CatalogError(f"catalog {path} cannot be read: {exc.strerror}") from None
+    if lookahead:
+        for _ in islice(read_catalog(path, policy), LOOKAHEAD_RECORDS):
+            pass
+
+
+@contextlib.contextmanager
+def fetched_catalog(settings: Settings, catalog: str) -> Iterator[Path]:
+    """A remote catalog downloaded into the node cache (where the feed that reads it finds it again), or
+    CatalogError saying why it cannot be."""
+    from storage.fetch import Fetcher
+
+    try:
+        with Fetcher(settings, max_attempts=S3_ATTEMPTS).local_path(catalog) as path:
+            yield path
+    except ReelgenError as exc:
+        raise CatalogError(f"catalog {printable(catalog)} cannot be read: {printable(str(exc))}") from None
+
+
+def check_remote_catalog(settings: Settings, catalog: str) -> None:
+    """An s3:// catalog's object must exist and be readable with this machine's credentials; an http(s) one
+    is downloaded once (no request short of a download is answered alike by every server)."""
+    uri = parse_uri(catalog)
+    if uri.scheme is Scheme.FILE:
+        return
+    if uri.scheme is Scheme.S3:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        client = make_client(max_attempts=S3_ATTEMPTS, read_timeout_s=ANSWER_S)
+        try:
+            client.head_object(Bucket=uri.authority, Key=uri.path)
+        except (BotoCoreError, ClientError) as exc:
+            raise CatalogError(
+                f"catalog {printable(catalog)} cannot be read: {printable(str(exc))}"
+            ) from None
+        return
+    with fetched_catalog(settings, catalog):
+        pass
+
+
+def check_store(out: str) -> ObjectStore:
+    """The output store, after a probe object was written to it and deleted again; ConfigError if either fails.
+
+    S3 is asked with few attempts and short timeouts (credentials, bucket, permissions and endpoint are all
+    proven by the put); a local folder must be creatable and writable.
+    """
+    try:
+        store = _probe_client_store(out)
+        key = f"_reelgen/preflight-{process_tag()}-{uuid.uuid4().hex[:8]}"
+        store.put_bytes(key, b"reelgen preflight\n", "text/plain")
+        store.delete(key)
+    except ReelgenError as exc:
+        raise ConfigError(
+            f"the output store {printable(out)} does not take writes: {printable(str(exc))}"
+        ) from None
+    return store
+
+
+def _probe_client_store(out: str) -> ObjectStore:
+    uri = parse_uri(out)
+    if uri.scheme is Scheme.S3:
+        client = make_client(max_attempts=S3_ATTEMPTS, read_timeout_s=ANSWER_S)
+        return S3Store(uri.authority, uri.path, client=client)
+    return open_store(uri)
+
+
+def check_redis(url: str) -> None:
+    """Redis must answer a PING within a few seconds (and accept the password, if any); redis-py's error says
+    why not (the CLI prints it in one line, naming the setting)."""
+    client = redis.Redis.from_url(url, socket_connect_timeout=ANSWER_S, socket_timeout=ANSWER_S)
+    try:
+        client.ping()
+    finally:
+        client.close()
+
+
+def check_job(settings: Settings, catalog: str, kind: str, *, lookahead: bool = True) -> None:
+    """Everything a catalog job needs before it is registered, cheapest first; Redis is checked by the caller,
+    which may still have to start it (an embedded one). lookahead: see check_catalog."""
+    check_catalog(catalog, settings.source_policy(kind), lookahead=lookahead)
+    check_remote_catalog(settings, catalog)
+    check_store(settings.output_config().out)

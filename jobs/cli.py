@@ -272,14 +272,14 @@ def _cmd_eval_highlights(args: argparse.Namespace) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from monitoring.report import load_manifests, write_report
+    from monitoring.report import REPORT_FOLDER, load_manifests, write_report
 
     out = Path(args.run)
     manifests = load_manifests(out)
     if not manifests:
         raise ConfigError(f"no manifests under {out} (give the --out folder of a run)")
     page = write_report(
-        manifests, Path(args.dest) if args.dest else out / "report", title=f"reelgen run {out}"
+        manifests, Path(args.dest) if args.dest else out / REPORT_FOLDER, title=f"reelgen run {out}", out=out
     )
     print(page)
     return 0
@@ -493,7 +493,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     report = commands.add_parser("report", help="write a static HTML report of a run's output folder")
     report.add_argument("run", help="the run's local output folder (its --out)")
-    report.add_argument("--dest", help="folder for the report (default: RUN/report)")
+    report.add_argument("--dest", help="folder for the report (default: RUN/_reelgen/report)")
     report.set_defaults(func=_cmd_report)
 
     probe = commands.add_parser(

@@ -6,6 +6,7 @@ Exit status (DESIGN.md §5): 0 all items done, 1 some failed, 2 usage or configu
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sys
@@ -29,15 +30,18 @@ from jobs.preflight import check_job, check_redis, check_store
 from jobs.submit import submit_catalog_job, submit_retry
 from jobs.worker_pool import WorkerPool
 from monitoring.progress import ProgressDisplay, Snapshot
+from reelgen.errors import ReelgenError
 from reelgen.private import private_dir
 from reelgen.processes import terminate
 from reelgen.settings import Settings
 from reelgen.text import printable
-from storage.store import open_store
+from storage.store import ObjectStore, open_store
 
 log = logging.getLogger(__name__)
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+#: where a local run's summary is kept in its output store, one file per job (the HTML report reads them)
+RUNS_PREFIX = "_reelgen/runs/"
 
 
 def local_daemon_settings(settings: Settings) -> DaemonSettings:
@@ -200,6 +204,7 @@ def run_job(
         elapsed = time.monotonic() - started
         summarise(ledger, final, store.root, elapsed, inference, stream)
         stages = ledger.stage_totals(job.id)
+        keep_summary(store, final, ledger.error_counts(job.id), stages, elapsed, inference)
     ok = final.failed == 0 and final.state is not JobState.FAILED
     return RunOutcome(EXIT_OK if ok else EXIT_FAILED, final, stages, inference)
 
@@ -211,6 +216,39 @@ def own_daemon_socket(settings: Settings) -> Settings:
         return settings
     socket = (settings.state_dir / f"gpu-daemon-{os.getpid()}.sock").resolve()
     return settings.model_copy(update={"daemon": settings.daemon.model_copy(update={"socket_path": socket})})
+
+
+def keep_summary(
+    store: ObjectStore,
+    job: JobRecord,
+    errors: dict[str, int],
+    stages: dict[str, dict[str, float]],
+    elapsed_s: float,
+    inference: DaemonUsage | None,
+) -> None:
+    """The run's summary beside its outputs (`_reelgen/runs/<job>.json`), for the report; a store that refuses
+    it costs the report its summary, not the run its result."""
+    summary = {
+        "job_id": job.id,
+        "kind": job.kind.value,
+        "state": job.state.value,
+        "catalog": job.catalog,
+        "total": job.total,
+        "done": job.done,
+        "failed": job.failed,
+        "skipped": job.skipped,
+        "elapsed_s": round(elapsed_s, 3),
+        "errors": errors,
+        "stages": stages,
+        "inference": inference.describe() if inference is not None else None,
+        "error": job.error,
+    }
+    try:
+        store.put_bytes(
+            f"{RUNS_PREFIX}{job.id}.json", json.dumps(summary, indent=1).encode(), "application/json"
+        )
+    except ReelgenError as exc:
+        log.warning("the run's summary was not kept: %s", exc)
 
 
 def apply_s3_settings(settings: Settings) -> None:

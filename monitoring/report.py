@@ -1,27 +1,41 @@
-"""A static HTML page per run: for each item, its score curve with the chosen window, and contact sheets of
-every aspect's crop with the text regions and the subject drawn.
+"""A static HTML page per run: what the run made and how it went.
 
-Everything is a file next to the page (PNG images, relative links), so the folder can be copied, archived or
-served as is. Images are drawn with OpenCV from the source video at a few times inside the window, decoded
-once per item.
+On top, the run's summary: counts, failures by error class and the time each stage took (from the summary a
+local run keeps in `<out>/_reelgen/runs/`, and the results index in `<out>/_reelgen/index/`). Then per item: a
+poster of every rendered clip and the clip itself, playable in the page; why a clip was letterboxed; the score
+curve with the chosen window; the product box on a few frames of the window and every aspect's crop on one.
+
+The page and its images live in `<out>/_reelgen/report/` by default, where no item can be (item ids never start
+with '_'), and link the clips by relative paths: the output folder can be copied, archived or served as is.
 """
 
 from __future__ import annotations
 
 import html
 import json
+import os
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import cv2
 import numpy as np
 
+from reelgen.errors import ReelgenError
 from reelgen.text import printable
 from workers.video import VideoSource
 
+REPORT_FOLDER = "_reelgen/report"
+RUNS_FOLDER = "_reelgen/runs"
+INDEX_FOLDER = "_reelgen/index"
 THUMB_HEIGHT = 180
+POSTER_HEIGHT = 240
 OVERVIEW_WIDTH = 640
+#: failed items listed by name in the summary, at most
+LISTED_FAILURES = 50
 TEXT_COLOUR = (0, 0, 255)  # BGR: red
 SUBJECT_COLOUR = (0, 200, 0)  # green
 # one colour per aspect on the overview (BGR)
@@ -41,26 +55,84 @@ def _local_source(uri: str) -> Path | None:
     return path if path.is_file() else None
 
 
+@dataclass
+class RunSummary:
+    """The latest job that wrote into an output folder, as far as the folder tells."""
+
+    job_id: str
+    counts: dict[str, int]
+    errors: Counter[str]
+    #: (item, error class, message) of the job's failed items
+    failures: list[tuple[str, str, str]] = field(default_factory=list)
+    elapsed_s: float | None = None
+    state: str = ""
+    #: {stage: {"cpu": s, "wall": s, "runs": n}}
+    stages: dict[str, dict[str, float]] = field(default_factory=dict)
+
+
+def read_summary(out: Path) -> RunSummary | None:
+    """The newest run summary in <out>/_reelgen/runs/ with its job's failures from the results index; without
+    one (a backfill's output), the newest job in the index."""
+    runs = sorted((out / RUNS_FOLDER).glob("*.json"), key=lambda p: p.stat().st_mtime)
+    index = sorted((p for p in (out / INDEX_FOLDER).glob("*") if p.is_dir()), key=lambda p: p.stat().st_mtime)
+    if runs:
+        kept = json.loads(runs[-1].read_text())
+        summary = RunSummary(
+            job_id=str(kept["job_id"]),
+            counts={k: int(kept.get(k) or 0) for k in ("done", "failed", "skipped")},
+            errors=Counter({str(k): int(v) for k, v in (kept.get("errors") or {}).items()}),
+            elapsed_s=kept.get("elapsed_s"),
+            state=str(kept.get("state", "")),
+            stages=kept.get("stages") or {},
+        )
+    elif index:
+        summary = RunSummary(job_id=index[-1].name, counts=Counter(), errors=Counter())
+    else:
+        return None
+    from_index: Counter[str] = Counter()
+    for part in sorted((out / INDEX_FOLDER / summary.job_id).glob("*.jsonl")):
+        for line in part.read_text().splitlines():
+            result = json.loads(line)
+            from_index[result.get("status", "")] += 1
+            if result.get("status") in ("failed", "dead"):
+                error = str(result.get("error", "?"))
+                summary.failures.append((str(result.get("item_id")), error, str(result.get("message", ""))))
+                if not runs:
+                    summary.errors[error] += 1
+    if not runs:
+        summary.counts = {"done": from_index["done"], "failed": from_index["failed"] + from_index["dead"]}
+    summary.failures.sort()
+    return summary
+
+
 def write_report(
     manifests: Sequence[Manifest],
     dest: Path,
     *,
+    out: Path | None = None,
     resolve_source: Callable[[str], Path | None] = _local_source,
     title: str = "reelgen run",
     thumbs: int = 4,
 ) -> Path:
     """Write dest/index.html and its images; returns the page's path.
 
-    resolve_source maps a manifest's source URI to a local video file (None: draw no contact sheet for it);
-    the default takes paths and file:// URIs as they are.
+    out: the run's output folder, where the clips (<out>/<item>/<A>x<B>.mp4) and the run's summary are found;
+    without it, clips are taken from the manifests' output URIs when those are local files.
+    resolve_source maps a manifest's source URI to a local video file (None: no source frames for it); the
+    default takes paths and file:// URIs as they are.
     """
     dest.mkdir(parents=True, exist_ok=True)
-    sections = [_item_section(m, dest, resolve_source, thumbs) for m in manifests]
+    summary = read_summary(out) if out is not None else None
+    sections = [_item_section(m, dest, out, resolve_source, thumbs) for m in manifests]
     page = (
         "<!doctype html>\n<html lang='en'><head><meta charset='utf-8'>"
         f"<title>{_text(title)}</title>\n<style>{_CSS}</style></head>\n<body>\n"
-        f"<h1>{_text(title)}</h1>\n<p>{len(manifests)} item(s). Red: text regions; green: the subject; "
-        "crops outlined in the overview.</p>\n" + "\n".join(sections) + "\n</body></html>\n"
+        f"<h1>{_text(title)}</h1>\n{_summary_html(summary, len(manifests))}\n"
+        "<p class='legend'>Each clip is shown by a poster (its middle frame) and plays in the page. Below the "
+        "clips: the score over the source video with the chosen window shaded, the window's frames with the "
+        "product box (green) and text regions (red), and one frame with every aspect's crop outlined.</p>\n"
+        + "\n".join(sections)
+        + "\n</body></html>\n"
     )
     index = dest / "index.html"
     index.write_text(page)
@@ -70,16 +142,122 @@ def write_report(
 _CSS = """
 body { font-family: sans-serif; margin: 1.5em; color: #222; }
 section { border-top: 1px solid #ccc; padding: 0.5em 0 1em; }
-.row { display: flex; gap: 1em; align-items: flex-start; flex-wrap: wrap; }
+.row { display: flex; gap: 1em; align-items: flex-end; flex-wrap: wrap; }
 figure { margin: 0.3em 0; }
-figcaption { font-size: 0.85em; color: #555; }
+figcaption { font-size: 0.85em; color: #555; max-width: 28em; }
+video { background: #000; display: block; }
 .padded { color: #a60; font-weight: bold; }
+.summary table { border-collapse: collapse; margin: 0.5em 0; }
+.summary td, .summary th { border: 1px solid #ddd; padding: 0.2em 0.6em; text-align: right; }
+.summary td:first-child, .summary th:first-child { text-align: left; }
+.legend { color: #555; font-size: 0.9em; }
 svg { background: #fafafa; border: 1px solid #ddd; }
 """
 
 
+def _summary_html(summary: RunSummary | None, items: int) -> str:
+    if summary is None:
+        return f"<section class='summary'><p>{items} item(s) with outputs; no run summary in this folder.</p></section>"
+    counts = ", ".join(f"{n} {name}" for name, n in summary.counts.items())
+    took = f" in {summary.elapsed_s:.1f} s" if summary.elapsed_s is not None else ""
+    state = f" (job {_text(summary.state)})" if summary.state else ""
+    parts = [
+        "<section class='summary'>",
+        f"<h2>Job {_text(summary.job_id)}</h2>",
+        f"<p>{counts}{took}{state}; {items} item(s) with outputs below.</p>",
+    ]
+    if summary.errors:
+        rows = "".join(
+            f"<tr><td>{_text(error)}</td><td>{count}</td></tr>"
+            for error, count in summary.errors.most_common()
+        )
+        parts.append(f"<table><tr><th>failures by error</th><th>items</th></tr>{rows}</table>")
+    if summary.failures:
+        listed = "".join(
+            f"<li><b>{_text(item)}</b> {_text(error)}: {_text(message)}</li>"
+            for item, error, message in summary.failures[:LISTED_FAILURES]
+        )
+        more = len(summary.failures) - LISTED_FAILURES
+        tail = f"<li>… and {more} more (reelgen status)</li>" if more > 0 else ""
+        parts.append(f"<details><summary>failed items</summary><ul>{listed}{tail}</ul></details>")
+    if summary.stages:
+        rows = "".join(
+            f"<tr><td>{_text(stage)}</td><td>{int(t.get('runs', 0))}</td><td>{t.get('wall', 0.0):.1f}</td>"
+            f"<td>{t.get('cpu', 0.0):.1f}</td><td>{t.get('wall', 0.0) / max(1.0, t.get('runs', 0.0)):.2f}</td></tr>"
+            for stage, t in summary.stages.items()
+        )
+        parts.append(
+            "<table><tr><th>stage</th><th>runs</th><th>wall s</th><th>CPU s</th><th>wall s per run</th></tr>"
+            f"{rows}</table>"
+        )
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+def _clip_path(out: Path | None, item_id: str, output: Mapping[str, Any]) -> Path | None:
+    aspect = str(output.get("aspect", ""))
+    if out is not None:
+        path = out / item_id / (aspect.replace(":", "x") + ".mp4")
+        if path.is_file():
+            return path
+    uri = str(output.get("uri", ""))
+    return _local_source(uri) if uri and "://" not in uri.removeprefix("file://") else None
+
+
+def _poster(clip: Path, dest: Path) -> bool:
+    """The clip's middle frame as a JPEG; False when the clip cannot be read."""
+    try:
+        with VideoSource(clip) as video:
+            middle = video.info.start_s + video.info.duration_s / 2
+            frames = video.sample([middle])
+    except ReelgenError:
+        return False
+    if not frames:
+        return False
+    bgr = cv2.cvtColor(frames[0].rgb, cv2.COLOR_RGB2BGR)
+    scale = POSTER_HEIGHT / bgr.shape[0]
+    poster = cv2.resize(
+        bgr, (max(2, round(bgr.shape[1] * scale)), POSTER_HEIGHT), interpolation=cv2.INTER_AREA
+    )
+    return bool(cv2.imwrite(str(dest), poster, [cv2.IMWRITE_JPEG_QUALITY, 85]))
+
+
+def _link(target: Path, dest: Path) -> str:
+    """A relative URL from the report's folder to target."""
+    return quote(Path(os.path.relpath(target.resolve(), dest.resolve())).as_posix())
+
+
+def _clips_html(item_id: str, outputs: Sequence[Mapping[str, Any]], dest: Path, out: Path | None) -> str:
+    folder = dest / _safe(item_id)
+    figures = []
+    for output in outputs:
+        aspect = str(output.get("aspect", "?"))
+        name = aspect.replace(":", "x")
+        clip = _clip_path(out, item_id, output)
+        width, height = int(output.get("width") or 0), int(output.get("height") or 0)
+        reason = _text(output.get("padded_reason") or "reason not recorded")
+        padded = f" <span class='padded'>letterboxed: {reason}</span>" if output.get("padded") else ""
+        caption = f"<figcaption>{_text(aspect)} {width}×{height}{padded}</figcaption>"
+        if clip is None:
+            figures.append(f"<figure><p>clip not available locally</p>{caption}</figure>")
+            continue
+        folder.mkdir(parents=True, exist_ok=True)
+        has_poster = _poster(clip, folder / f"{name}.jpg")
+        shown_width = round(POSTER_HEIGHT * width / height) if width and height else POSTER_HEIGHT
+        poster = f" poster='{_safe(item_id)}/{name}.jpg'" if has_poster else ""
+        figures.append(
+            f"<figure><video controls preload='none' width='{shown_width}' height='{POSTER_HEIGHT}'{poster}>"
+            f"<source src='{_link(clip, dest)}' type='video/mp4'></video>{caption}</figure>"
+        )
+    return "<div class='row clips'>" + "".join(figures) + "</div>"
+
+
 def _item_section(
-    manifest: Manifest, dest: Path, resolve_source: Callable[[str], Path | None], thumbs: int
+    manifest: Manifest,
+    dest: Path,
+    out: Path | None,
+    resolve_source: Callable[[str], Path | None],
+    thumbs: int,
 ) -> str:
     item_id = str(manifest.get("item_id", "?"))
     window = manifest.get("window") or {}
@@ -89,8 +267,11 @@ def _item_section(
         parts.append(f"<p class='title'>{_text(manifest['title'])}</p>")
     parts.append(
         f"<p>status {_text(manifest.get('status'))}; window {start:.2f}–{end:.2f} s, "
-        f"score {window.get('score', '?')}</p>"
+        f"score {_text(window.get('score', '?'))}</p>"
     )
+    outputs = list(manifest.get("outputs") or [])
+    if outputs:
+        parts.append(_clips_html(item_id, outputs, dest, out))
     curve = manifest.get("curve")
     if curve:
         parts.append(
@@ -100,9 +281,8 @@ def _item_section(
         parts.append("<p>no score curve in this manifest</p>")
     source = manifest.get("source") or {}
     path = resolve_source(str(source.get("uri", ""))) if source.get("uri") else None
-    outputs = list(manifest.get("outputs") or [])
     if path is None or not outputs or end <= start:
-        parts.append("<p>source video not available: no contact sheets</p></section>")
+        parts.append("<p>source video not available: no source frames</p></section>")
         return "\n".join(parts)
     times = [start + (k + 0.5) * (end - start) / thumbs for k in range(thumbs)]
     with VideoSource(path) as video:
@@ -111,24 +291,18 @@ def _item_section(
     folder.mkdir(parents=True, exist_ok=True)
     text_boxes = [tuple(float(v) for v in b) for b in manifest.get("text_boxes") or []]
     subjects = [tuple(float(v) for v in s) for s in manifest.get("subject_boxes") or []]
-    overview = _overview(frames[len(frames) // 2], outputs, text_boxes, subjects)
-    cv2.imwrite(str(folder / "overview.png"), overview)
-    parts.append(
-        f"<figure><img src='{_safe(item_id)}/overview.png' alt='{_text(item_id)} overview'>"
-        "<figcaption>mid-window frame with every aspect's crop</figcaption></figure><div class='row'>"
+    cv2.imwrite(str(folder / "product.png"), _product_strip(frames, text_boxes, subjects))
+    cv2.imwrite(
+        str(folder / "overview.png"), _overview(frames[len(frames) // 2], outputs, text_boxes, subjects)
     )
-    for output in outputs:
-        aspect = str(output.get("aspect", "?"))
-        name = aspect.replace(":", "x") + ".png"
-        cv2.imwrite(str(folder / name), _sheet(frames, output, text_boxes, subjects))
-        reason = html.escape(str(output.get("padded_reason") or "reason not recorded"))
-        padded = f" <span class='padded'>letterboxed: {reason}</span>" if output.get("padded") else ""
-        parts.append(
-            f"<figure><img src='{_safe(item_id)}/{name}' alt='{_text(item_id)} {_text(aspect)}'>"
-            f"<figcaption>{_text(aspect)} {output.get('width')}×{output.get('height')}{padded}"
-            "</figcaption></figure>"
-        )
-    parts.append("</div></section>")
+    found = sum(1 for t, _ in frames if _subject_at(subjects, t) is not None)
+    parts.append(
+        f"<figure><img src='{_safe(item_id)}/product.png' alt='{_text(item_id)} product box'>"
+        f"<figcaption>the window's frames: the product box (green) where it was found ({found} of "
+        f"{len(frames)}), text regions (red)</figcaption></figure>"
+        f"<figure><img src='{_safe(item_id)}/overview.png' alt='{_text(item_id)} crops'>"
+        "<figcaption>mid-window frame with every aspect's crop</figcaption></figure></section>"
+    )
     return "\n".join(parts)
 
 
@@ -221,27 +395,23 @@ def _overview(
     return image
 
 
-def _sheet(
+def _product_strip(
     frames: Sequence[tuple[float, np.ndarray]],
-    output: Mapping[str, Any],
     text_boxes: Sequence[Sequence[float]],
     subjects: Sequence[tuple[float, ...]],
 ) -> np.ndarray:
-    """The crop's region at each time, side by side, with text and subject boxes in crop coordinates."""
+    """The window's frames side by side, each with the product box found near its time and the text regions."""
     tiles = []
     for t, bgr in frames:
-        x, y, w, h = _crop_at(output, t)
-        if w <= 0 or h <= 0:
-            x, y, w, h = 0, 0, bgr.shape[1], bgr.shape[0]
-        scale = THUMB_HEIGHT / h
+        scale = THUMB_HEIGHT / bgr.shape[0]
         tile = cv2.resize(
-            bgr[y : y + h, x : x + w], (max(2, round(w * scale)), THUMB_HEIGHT), interpolation=cv2.INTER_AREA
+            bgr, (max(2, round(bgr.shape[1] * scale)), THUMB_HEIGHT), interpolation=cv2.INTER_AREA
         )
         for box in text_boxes:
-            _draw(tile, box, (x, y), scale, TEXT_COLOUR)
+            _draw(tile, box, (0, 0), scale, TEXT_COLOUR)
         subject = _subject_at(subjects, t)
         if subject is not None:
-            _draw(tile, subject, (x, y), scale, SUBJECT_COLOUR)
+            _draw(tile, subject, (0, 0), scale, SUBJECT_COLOUR)
         cv2.putText(
             tile,
             f"{t:.2f}s",

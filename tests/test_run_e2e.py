@@ -84,14 +84,22 @@ def test_run_produces_clips_and_manifests_and_fails_only_bad_items(catalog: Path
     assert not (out / "broken").exists()
     assert not list(out.rglob(".tmp-*"))
 
-    # the run's report: one page linking every item's score curve and contact sheets
+    # the run's report, beside the items: the run's summary, then per item every clip (poster and player),
+    # the product box on the window's frames and the crops
     report = subprocess.run([REELGEN, "report", str(out)], capture_output=True, text=True, timeout=120)
     assert report.returncode == 0, report.stderr
     page = Path(report.stdout.strip())
+    assert page == out / "_reelgen" / "report" / "index.html"
     html = page.read_text()
     assert "sku-0001" in html and "sku-0002" in html
+    assert "2 done, 2 failed, 0 skipped in" in html and "<td>UnreadableVideo</td><td>1</td>" in html
+    assert re.search(r"<td>render</td><td>2</td>", html)  # time per stage
+    clips = re.findall(r"<source src='([^']+)' type='video/mp4'>", html)
+    posters = re.findall(r"poster='([^']+)'", html)
+    assert len(clips) == len(posters) == 2 * 6
+    assert all((page.parent / src).resolve().is_file() for src in clips + posters)
     linked = re.findall(r"<img src=['\"]([^'\"]+)['\"]", html)
-    assert len(linked) >= 2 * 7  # per item: an overview and one contact sheet per aspect
+    assert len(linked) == 2 * 2  # per item: the product box on the window's frames, the crops on one
     assert all((page.parent / src).is_file() for src in linked)
 
     # a second run finds every good item done for this config and redoes nothing

@@ -28,6 +28,7 @@ from monitoring.report import write_report
 from reelgen.errors import ConfigError
 from reelgen.settings import load_settings
 from reelgen.text import printable
+from tests.media import make_code_video
 
 REELGEN = str(Path(sys.executable).with_name("reelgen"))
 PASSWORD = "hunter2-pw"
@@ -212,6 +213,9 @@ def test_a_run_escapes_catalog_text_in_its_summary_and_worker_log(tmp_path: Path
         "image": f"file://{tmp_path}/%1b%5b2K%0dFAKE%20done.png",
         "title": "\x1b[2K\rFAKE done",
     }
+    make_code_video(
+        tmp_path / "v.mp4", seconds=1.0, size=(320, 180), audio=False
+    )  # the video is probed first
     catalog = tmp_path / "c.jsonl"
     catalog.write_text(json.dumps(line) + "\n")
     state = tmp_path / "state"

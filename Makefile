@@ -11,7 +11,7 @@ DEV_LOCK := requirements-dev.lock
 # where `make lock` finds the CPU torch wheel whose dependencies the locks pin (torch itself is installed first)
 TORCH_WHEELS ?= /opt/wheels
 
-.PHONY: demo test lint typecheck pipcheck pytest venv lock clean
+.PHONY: demo picture test lint typecheck pipcheck pytest venv lock clean
 
 venv: $(STAMP)
 
@@ -43,10 +43,17 @@ $(REAL_MEDIA): $(STAMP) tests/fetch_real_media.py
 	$(BIN)/python -m tests.fetch_real_media
 	touch $(REAL_MEDIA)
 
+# The README's own commands: a sample catalog, a run, its report and its ledger.
 demo: $(STAMP)
 	$(BIN)/reelgen sample-catalog demo/catalog --items 4
 	$(BIN)/reelgen run demo/catalog/catalog.jsonl --out demo/out --state-dir demo/.state
+	$(BIN)/reelgen report demo/out
+	$(BIN)/reelgen status --state-dir demo/.state
 	@echo "clips and manifests: $(CURDIR)/demo/out/<item_id>/"
+
+# The README's picture, from the demo's output.
+picture: demo
+	$(BIN)/python docs/make_picture.py demo/out docs/images/demo.png
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

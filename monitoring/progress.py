@@ -12,7 +12,7 @@ import bisect
 import logging
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TextIO
 
@@ -210,6 +210,10 @@ class Progress:
         return Reading(latest.snapshot, self.clock() - self.started, latest.rate_per_s, latest.eta_s)
 
 
+#: log handlers moved onto rich's redirected streams, with the streams they had
+Moved = list[tuple[logging.StreamHandler[TextIO], TextIO]]
+
+
 class ProgressDisplay:
     """`with ProgressDisplay() as display: display.update(snapshot)`: live on a terminal, plain lines elsewhere."""
 
@@ -228,6 +232,7 @@ class ProgressDisplay:
         self._last_line_at: float | None = None
         self._last_line = ""
         self._closed = False
+        self._moved: Moved = []
 
     def __enter__(self) -> ProgressDisplay:
         if self.console.is_terminal:
@@ -239,8 +244,7 @@ class ProgressDisplay:
                 redirect_stderr=True,
             )
             self._live.start()
-            self._handlers = _follow_redirects()
-            next(self._handlers)
+            self._moved = _through_redirects()
         return self
 
     def update(self, snapshot: Snapshot) -> None:
@@ -264,7 +268,7 @@ class ProgressDisplay:
         self._closed = True
         if self._live is not None:
             self._live.stop()
-            next(self._handlers, None)
+            _restore(self._moved)
             self._live = None
         elif self._last_line:
             self._print(self.progress.now().line())
@@ -288,17 +292,19 @@ class ProgressDisplay:
         return Group(top, Text(reading.stages()), Text(reading.timing()))
 
 
-def _follow_redirects() -> Iterator[None]:
-    """While the live display runs, log handlers that write to the terminal write through rich's redirected
-    stdout/stderr instead (they hold the streams they were made with), so each record prints above the display.
-    A generator: the first next() redirects, the second puts the streams back."""
-    originals = {id(sys.__stderr__): sys.stderr, id(sys.__stdout__): sys.stdout}
-    moved: list[tuple[logging.StreamHandler[TextIO], TextIO]] = []
+def _through_redirects() -> Moved:
+    """While the live display runs, the root logger's handlers that write to the terminal write through rich's
+    redirected stdout/stderr instead (they hold the streams they were made with), so each record prints above the
+    display; returns what was moved, for _restore."""
+    redirected = {id(sys.__stderr__): sys.stderr, id(sys.__stdout__): sys.stdout}
+    moved: Moved = []
     for handler in logging.getLogger().handlers:
-        if isinstance(handler, logging.StreamHandler) and id(handler.stream) in originals:
+        if isinstance(handler, logging.StreamHandler) and id(handler.stream) in redirected:
             moved.append((handler, handler.stream))
-            handler.setStream(originals[id(handler.stream)])
-    yield
+            handler.setStream(redirected[id(handler.stream)])
+    return moved
+
+
+def _restore(moved: Moved) -> None:
     for handler, stream in moved:
         handler.setStream(stream)
-    yield

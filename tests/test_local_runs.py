@@ -128,8 +128,10 @@ def test_reelgen_run_in_a_terminal_draws_live_progress_and_can_be_inspected(
     warned = [s for s in live if any("'titel' is not a catalog field" in line for line in s)]
     assert warned, "\n".join(live[-1])
     for screen in warned:
+        # logged while the display ran (the run's own feed read the catalog), printed above it
         warning = next(at for at, line in enumerate(screen) if "'titel'" in line)
-        assert warning < next(at for at, line in enumerate(screen) if "settled:" in line)
+        started = next(at for at, line in enumerate(screen) if re.match(r"job \S+: .* -> ", line))
+        assert started < warning < next(at for at, line in enumerate(screen) if "settled:" in line)
     assert any("did you mean 'title'?" in line for s in warned for line in s)
 
     # the display's last state stays on screen, the summary below it

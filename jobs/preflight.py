@@ -8,11 +8,8 @@ bounded in time: a store or Redis that does not answer fails them in seconds, no
 
 from __future__ import annotations
 
-import contextlib
 import uuid
-from collections.abc import Iterator
 from itertools import islice
-from pathlib import Path
 
 import redis
 
@@ -26,9 +23,9 @@ from storage.uri import Scheme, parse_uri
 
 #: catalog records read ahead to warn about unknown fields before the job starts
 LOOKAHEAD_RECORDS = 100
-#: seconds a check waits for one answer from Redis or S3
+#: seconds a check waits for one answer from Redis or S3, and the attempts it makes at S3 or an HTTP server
 ANSWER_S = 5.0
-S3_ATTEMPTS = 2
+ATTEMPTS = 2
 
 
 def check_catalog(catalog: str, policy: SourcePolicy, *, lookahead: bool = True) -> None:
@@ -50,19 +47,6 @@ def check_catalog(catalog: str, policy: SourcePolicy, *, lookahead: bool = True)
             pass
 
 
-@contextlib.contextmanager
-def fetched_catalog(settings: Settings, catalog: str) -> Iterator[Path]:
-    """A remote catalog downloaded into the node cache (where the feed that reads it finds it again), or
-    CatalogError saying why it cannot be."""
-    from storage.fetch import Fetcher
-
-    try:
-        with Fetcher(settings, max_attempts=S3_ATTEMPTS).local_path(catalog) as path:
-            yield path
-    except ReelgenError as exc:
-        raise CatalogError(f"catalog {printable(catalog)} cannot be read: {printable(str(exc))}") from None
-
-
 def check_remote_catalog(settings: Settings, catalog: str) -> None:
     """An s3:// catalog's object must exist and be readable with this machine's credentials; an http(s) one
     is downloaded once (no request short of a download is answered alike by every server)."""
@@ -72,7 +56,7 @@ def check_remote_catalog(settings: Settings, catalog: str) -> None:
     if uri.scheme is Scheme.S3:
         from botocore.exceptions import BotoCoreError, ClientError
 
-        client = make_client(max_attempts=S3_ATTEMPTS, read_timeout_s=ANSWER_S)
+        client = make_client(max_attempts=ATTEMPTS, read_timeout_s=ANSWER_S)
         try:
             client.head_object(Bucket=uri.authority, Key=uri.path)
         except (BotoCoreError, ClientError) as exc:
@@ -80,12 +64,18 @@ def check_remote_catalog(settings: Settings, catalog: str) -> None:
                 f"catalog {printable(catalog)} cannot be read: {printable(str(exc))}"
             ) from None
         return
-    with fetched_catalog(settings, catalog):
-        pass
+    from storage.fetch import Fetcher
+
+    try:
+        # into the node cache, where the feed that reads it on this machine finds it again
+        with Fetcher(settings, max_attempts=ATTEMPTS).local_path(catalog):
+            pass
+    except ReelgenError as exc:
+        raise CatalogError(f"catalog {printable(catalog)} cannot be read: {printable(str(exc))}") from None
 
 
-def check_store(out: str) -> ObjectStore:
-    """The output store, after a probe object was written to it and deleted again; ConfigError if either fails.
+def check_store(out: str) -> None:
+    """The output store must take a probe object, written and deleted again; ConfigError if either fails.
 
     S3 is asked with few attempts and short timeouts (credentials, bucket, permissions and endpoint are all
     proven by the put); a local folder must be creatable and writable.
@@ -99,13 +89,12 @@ def check_store(out: str) -> ObjectStore:
         raise ConfigError(
             f"the output store {printable(out)} does not take writes: {printable(str(exc))}"
         ) from None
-    return store
 
 
 def _probe_client_store(out: str) -> ObjectStore:
     uri = parse_uri(out)
     if uri.scheme is Scheme.S3:
-        client = make_client(max_attempts=S3_ATTEMPTS, read_timeout_s=ANSWER_S)
+        client = make_client(max_attempts=ATTEMPTS, read_timeout_s=ANSWER_S)
         return S3Store(uri.authority, uri.path, client=client)
     return open_store(uri)
 

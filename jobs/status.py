@@ -163,9 +163,9 @@ def render_broker(status: BrokerStatus) -> str:
     queued = f"{waiting} message(s) waiting" + (f" ({stages})" if stages else "")
     if status.workers:
         processes = sum(status.workers.values())
-        workers = f"{len(status.workers)} worker node(s) alive, {processes} process(es): " + ", ".join(
-            sorted(status.workers)
-        )
+        # node names come from whatever answered on the broker: shown escaped
+        names = ", ".join(printable(node) for node in sorted(status.workers))
+        workers = f"{len(status.workers)} worker node(s) alive, {processes} process(es): {names}"
     else:
         workers = f"no worker answered within {WORKERS_ANSWER_S:g} s"
     return f"broker: {queued}; {workers}"

@@ -69,7 +69,9 @@ def picture(out: Path, item: str) -> np.ndarray:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("out", type=Path, help="a run's output folder (its --out)")
     parser.add_argument("png", type=Path, help="the picture to write")
     parser.add_argument("--item", default="sku-0003", help="the item to show (default: sku-0003)")

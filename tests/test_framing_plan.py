@@ -234,12 +234,9 @@ def test_an_erratic_subject_without_text_is_cropped_not_letterboxed() -> None:
 
 
 def test_a_product_crossing_a_caption_wider_than_the_crop_is_letterboxed_for_that_reason() -> None:
-    caption = (
-        250.0,
-        300.0,
-        470.0,
-        340.0,
-    )  # 220 px: no 9:16 crop (198 px) can hold it, so crops must avoid it
+    # 220 px: no 9:16 crop (198 px) can hold it, so crops must avoid it; it runs across the product's height,
+    # so no smaller crop passes it either
+    caption = (250.0, 130.0, 470.0, 190.0)
 
     def crossing(t: float) -> Box:
         x = 60 + 88 * (t - 2.0)
@@ -250,3 +247,20 @@ def test_a_product_crossing_a_caption_wider_than_the_crop_is_letterboxed_for_tha
     portrait = plans["9:16"]
     assert portrait.padded and portrait.padded_reason == PAD_TEXT_AND_SUBJECT
     assert not plans["16:9"].padded
+
+
+def test_a_smaller_crop_passes_a_caption_at_the_frame_edge_instead_of_letterboxing() -> None:
+    caption = (250.0, 300.0, 470.0, 340.0)  # wider than the 9:16 crop, at the bottom edge, below the product
+
+    def crossing(t: float) -> Box:
+        x = 60 + 88 * (t - 2.0)
+        return (x, 120.0, x + 60, 200.0)
+
+    text = [(t, [caption]) for t in np.arange(1.0, 8.0, 0.5)]
+    portrait = plan_framing(2.0, 7.0, W, H, [(9, 16)], sampled(crossing, 2.0, 7.0, 2.0), text)["9:16"]
+    assert not portrait.padded and portrait.zoom < 1
+    path = portrait.crop_path()
+    for t in frame_times(2.0, 7.0):
+        rect = path(t)
+        assert rect.w * 16 == rect.h * 9 and not cuts_box(rect, caption, margin=6)
+        assert holds(rect, crossing(t))

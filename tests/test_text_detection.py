@@ -115,3 +115,18 @@ def test_refinement_finds_when_a_caption_appears_and_leaves() -> None:
     shown = [t for t, boxes in refined.items() if boxes]
     assert min(shown) <= 0.84 and max(shown) >= 1.64  # never less than the truth
     assert min(shown) >= 0.84 - 0.041 and max(shown) <= 1.68 + 0.041  # and at most one frame more each side
+
+
+def test_a_caption_the_detector_missed_at_one_sample_is_kept_between_the_samples() -> None:
+    """The caption is on screen throughout over a moving background; the detector saw it at 1.0 s, not at
+    0.52 s. Its pixels are the same at both samples, so it was there all along: every frame keeps it."""
+    box = (40.0, 20.0, 200.0, 60.0)  # (10, 5)-(50, 15) in the quarter-size frames
+    rng = np.random.default_rng(2)
+    background = rng.integers(0, 255, (90, 160), dtype=np.uint8)
+    dense = []
+    for k in range(13, 26):
+        gray = np.roll(background, 3 * k, axis=1).copy()
+        gray[5:15, 10:36] = 255  # the glyphs: two thirds of the region; the background shows through the rest
+        dense.append((k / 25, gray))
+    refined = refine_text_times([(0.52, []), (1.0, [box])], dense, (640, 360))
+    assert all(boxes for _, boxes in refined), [t for t, boxes in refined if not boxes]

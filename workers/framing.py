@@ -169,6 +169,11 @@ class FramingParams:
     #: share of planning keys where the subject is larger than the aspect's crop, or text and subject cannot
     #: be separated, before the clip is letterboxed instead of cropped
     pad_share: float = 0.05
+    #: smaller crops (shares of the largest one's size) tried before letterboxing: the clip is scaled up
+    #: from them, which costs sharpness but shows the subject full-bleed
+    zooms: tuple[float, ...] = (0.85, 0.7)
+    #: a smaller crop must hold the subject's box grown by this share of its size on every side
+    zoom_margin: float = 0.15
     #: region widths tried, evenly from the aspect's crop up to the whole frame, before padding gives up
     pad_steps: int = 8
     #: positions tried by the dynamic programme on the moving axis (more is finer and slower)
@@ -192,6 +197,8 @@ class FramingPlan:
     moves: bool
     #: why the clip is letterboxed (one of PAD_REASONS), None when it is cropped
     padded_reason: str | None = None
+    #: the crop's size as a share of the aspect's largest crop (below 1: zoomed in past captions)
+    zoom: float = 1.0
 
     @property
     def label(self) -> str:
@@ -300,6 +307,10 @@ def _even_intervals(real: list[tuple[float, float]]) -> list[Interval]:
     return out
 
 
+#: clearance round a text region, as a share of its height, where that is more than the fixed text margin
+CAPTION_SURROUND = 0.35
+
+
 def _text_safe(line: _Line, boxes: Sequence[Box], margin: float) -> list[Interval]:
     """Even crop positions at which every box is wholly inside the crop or wholly outside, with the margin.
 
@@ -310,8 +321,11 @@ def _text_safe(line: _Line, boxes: Sequence[Box], margin: float) -> list[Interva
     c = line.crop
     for box in boxes:
         a, b, p0, p1 = line.split(box)
-        a, b = max(0.0, a - margin), min(float(line.length), b + margin)
-        p0, p1 = max(0.0, p0 - margin), min(float(line.perp), p1 + margin)
+        # a caption's backdrop, outline or shadow reaches past the glyphs the detector boxes, by about a
+        # third of the text's height
+        clearance = max(margin, CAPTION_SURROUND * (box[3] - box[1]))
+        a, b = max(0.0, a - clearance), min(float(line.length), b + clearance)
+        p0, p1 = max(0.0, p0 - clearance), min(float(line.perp), p1 + clearance)
         if p1 <= line.q0 or p0 >= line.q1 or b <= a:
             continue  # never meets the crop's fixed span across the moving axis
         if p0 >= line.q0 and p1 <= line.q1 and b - a <= c:
@@ -677,6 +691,40 @@ def _candidates(size: AspectSize, width: int, height: int, params: FramingParams
     return [first, *(_Line(first.axis, first.length, first.perp, n, 0, first.perp) for n in lengths)]
 
 
+def _grown(box: Box, share: float) -> Box:
+    dx, dy = share * (box[2] - box[0]), share * (box[3] - box[1])
+    return (box[0] - dx, box[1] - dy, box[2] + dx, box[3] + dy)
+
+
+def _zoomed(size: AspectSize, width: int, height: int, zoom: float) -> list[_Line]:
+    """Crops of the aspect zoom times the largest one's size (exact aspect, even sides), moving on the same
+    axis, placed at the start, the middle and the end of the other: a smaller crop can pass a caption at the
+    frame's edge that the largest one, spanning the frame, must cut or hold."""
+    a, b = size.aspect
+    g = math.gcd(a, b)
+    a, b = a // g, b // g
+    m = int(size.crop_w * zoom / a) // 2 * 2
+    if m < 2:
+        return []
+    base = _line(size.crop_w, size.crop_h, width, height)
+    crop_w, crop_h = a * m, b * m
+    along, across = (crop_w, crop_h) if base.axis == 0 else (crop_h, crop_w)
+    slack = (base.perp - across) // 2 * 2
+    offsets = sorted({0, slack // 4 * 2, slack})
+    return [_Line(base.axis, base.length, base.perp, along, q, q + across) for q in offsets]
+
+
+def _across_misses(segments: Sequence[_Segment], line: _Line) -> int:
+    """Keys where the subject reaches past the crop's fixed span across its moving axis (a smaller crop's;
+    the largest one spans the frame)."""
+    misses = 0
+    for segment in segments:
+        for box in segment.subject_boxes if segment.subject_boxes is not None else []:
+            _, _, p0, p1 = line.split((box[0], box[1], box[2], box[3]))
+            misses += max(p0, 0.0) < line.q0 or min(p1, float(line.perp)) > line.q1
+    return misses
+
+
 def _too_big(segments: Sequence[_Segment], line: _Line) -> tuple[int, int]:
     """(keys, keys where the subject is longer than the crop along its moving axis)."""
     keys = too_big = 0
@@ -731,23 +779,28 @@ def _plan_aspect(
     track: _TextTrack,
     params: FramingParams,
     regions: list[Box],
+    stand_ins: frozenset[float] = frozenset(),
 ) -> FramingPlan:
-    """Crop first: the aspect's own crop follows the subject as well as text safety and the motion bounds
-    allow. It is letterboxed (the shown region widened) only when the subject is larger than the crop, or text
-    keeps the crop off a subject that would fit, at more than pad_share of the keys, or no crop avoids
-    cutting text."""
+    """Crop first: the aspect's largest crop, else a smaller one (params.zooms) placed to pass captions at the
+    frame's edge, follows the subject as well as text safety and the motion bounds allow. The clip is
+    letterboxed (the shown region widened) only when no such crop will do: the product is larger than the
+    crop, or text keeps the crop off a product that would fit, at more than pad_share of the keys, or every
+    crop cuts text. A face or a salient region standing in for a product not found justifies only the last."""
     text_margin = params.text_margin * min(width, height)
     # subject samples this far beyond a window edge (not a cut) still describe the same shot
     reach = max(1.0, params.key_step_s)
 
-    def segments_on(line: _Line, text: _TextTrack) -> list[_Segment]:
+    def segments_on(line: _Line, text: _TextTrack, grow: float = 0.0) -> list[_Segment]:
         return [
             _build_segment(
                 line,
                 t0,
                 t1,
                 k == len(spans) - 1,
-                _subject_samples(subject, t0, t1, k > 0, k < len(spans) - 1, reach),
+                [
+                    (t, _grown(b, grow))
+                    for t, b in _subject_samples(subject, t0, t1, k > 0, k < len(spans) - 1, reach)
+                ],
                 text,
                 params,
                 text_margin,
@@ -756,21 +809,34 @@ def _plan_aspect(
         ]
 
     crop, *wider = _candidates(size, width, height, params)
-    on_crop = segments_on(crop, track)
-    keys, too_big = _too_big(on_crop, crop)
-    reason: str | None = PAD_SUBJECT_TOO_BIG if too_big > params.pad_share * keys else None
-    if reason is None:
-        cropped = _plan_line(crop, on_crop, params, miss_share=1.0)
+    stand_in_only = bool(stand_ins) and all(t in stand_ins for t, box in subject if box is not None)
+    reason: str | None = None
+    for zoom, line in [
+        (1.0, crop),
+        *((z, z_line) for z in params.zooms for z_line in _zoomed(size, width, height, z)),
+    ]:
+        # a smaller crop leaves less room for error in the subject's box: it must hold the box grown by a margin
+        grow = 0.0 if zoom == 1 else params.zoom_margin
+        segments = segments_on(line, track, grow)
+        keys, too_big = _too_big(segments, line)
+        # a face or a salient region standing in for a product not found is cropped however large
+        if too_big > params.pad_share * keys and not stand_in_only:
+            reason = reason or PAD_SUBJECT_TOO_BIG
+            continue
+        cropped = _plan_line(line, segments, params, miss_share=1.0)
         if cropped is None:
-            reason = PAD_NO_TEXT_SAFE_CROP
-        else:
-            # misses the motion bounds alone would cause (an erratic subject) are the crop's to take; only
-            # those that text adds justify showing a wider, letterboxed region
-            free = _plan_line(crop, segments_on(crop, _TextTrack([])), params, miss_share=1.0)
-            text_misses = cropped.misses - (free.misses if free is not None else 0)
-            if text_misses <= params.pad_share * keys:
-                return FramingPlan(size, tuple(cropped.keys), False, tuple(regions), cropped.moves)
-            reason = PAD_TEXT_AND_SUBJECT
+            reason = reason or PAD_NO_TEXT_SAFE_CROP
+            continue
+        # misses the motion bounds alone would cause (an erratic subject) are the crop's to take; only those
+        # that text adds justify showing a wider, letterboxed region, and only for the product itself
+        free = _plan_line(line, segments_on(line, _TextTrack([]), grow), params, miss_share=1.0)
+        text_misses = cropped.misses - (free.misses if free is not None else 0)
+        # a smaller crop is a choice, not the rule: it must hold the subject, whatever makes it miss
+        misses = cropped.misses + _across_misses(segments, line) if zoom < 1 else text_misses
+        if stand_in_only or misses <= params.pad_share * keys:
+            return FramingPlan(size, tuple(cropped.keys), False, tuple(regions), cropped.moves, zoom=zoom)
+        reason = reason or PAD_TEXT_AND_SUBJECT
+    keys = _too_big(segments_on(crop, track), crop)[0]
     for line in wider:
         segments = segments_on(line, track)
         if reason == PAD_SUBJECT_TOO_BIG and _too_big(segments, line)[1] > params.pad_share * keys:
@@ -794,21 +860,29 @@ def plan_framing(
     *,
     max_side: int | None = None,
     params: FramingParams = FramingParams(),
+    stand_ins: Sequence[float] = (),
 ) -> dict[str, FramingPlan]:
     """Plan every aspect's crop over the window [start, end) of a width×height source, in one pass over the
     same signals. Times are source seconds; boxes are (x0, y0, x1, y1) in source pixels.
 
     subject: the subject's box (or None) at sample times; text: the text regions detected at sample times
     (include the samples just outside the window: text on screen at the window's edges is seen there);
-    cuts: shot cut times, where the crop may jump. Pure: no I/O.
+    cuts: shot cut times, where the crop may jump; stand_ins: sample times whose subject is not the product but
+    what stands in for it (faces, saliency): one larger than the crop is cropped, not letterboxed, as only the
+    product's size justifies showing the whole frame. Pure: no I/O.
     """
     if end <= start:
         raise ValueError(f"empty window [{start}, {end})")
-    track = _TextTrack(text, subject)
+    # text on the product is print on it (it moves with the product); on a face or a salient region standing
+    # in for a product not found it is a caption, and stays a constraint
+    stand_in_times = frozenset(stand_ins)
+    track = _TextTrack(text, [(t, b) for t, b in subject if t not in stand_in_times])
     segments = _segments(start, end, cuts)
     regions = text_union(text, start, end)
     plans: dict[str, FramingPlan] = {}
     for aspect in aspects:
         size = aspect_size(aspect, width, height, max_side)
-        plans[size.label] = _plan_aspect(size, width, height, segments, subject, track, params, regions)
+        plans[size.label] = _plan_aspect(
+            size, width, height, segments, subject, track, params, regions, stand_in_times
+        )
     return plans

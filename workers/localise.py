@@ -32,6 +32,9 @@ MIN_INLIERS = 8
 FULL_INLIERS = 40
 #: a template with fewer keypoints than this is "plain": its colours are the evidence instead
 MIN_TEMPLATE_KEYPOINTS = 40
+#: the agreeing keypoints' extent is grown by this share of its size on each side: keypoints sit inside a
+#: product's outline, rarely on it
+INLIER_MARGIN = 0.12
 #: Lowe's ratio test: the best match must be this much closer than the second best
 RATIO = 0.78
 
@@ -73,6 +76,8 @@ class ProductLocator:
             else main_image
         )
         self._mask = _foreground(image)
+        #: a studio shot (a plain background, removed): its foreground's outline is the product's
+        self._studio = bool(self._mask.min() == 0)
         self._orb = cv2.ORB_create(nfeatures=3000, scaleFactor=1.2, nlevels=8)  # type: ignore[attr-defined]
         grey = cv2.cvtColor(image, cv2.COLOR_RGB2GRAY)
         self._keypoints, self._descriptors = self._orb.detectAndCompute(grey, self._mask)
@@ -134,6 +139,14 @@ class ProductLocator:
         h, w = frame.shape[:2]
         x0, y0 = max(0.0, float(quad[:, 0].min())), max(0.0, float(quad[:, 1].min()))
         x1, y1 = min(float(w), float(quad[:, 0].max())), min(float(h), float(quad[:, 1].max()))
+        if not self._studio:
+            # a main image that is a photo to its edges maps its surroundings too: the product is where the
+            # agreeing keypoints lie, grown by a margin, inside the outline
+            points = dst.reshape(-1, 2)[inliers.ravel().astype(bool)]
+            (px0, py0), (px1, py1) = points.min(axis=0), points.max(axis=0)
+            grow_x, grow_y = INLIER_MARGIN * (px1 - px0), INLIER_MARGIN * (py1 - py0)
+            x0, y0 = max(x0, float(px0 - grow_x)), max(y0, float(py0 - grow_y))
+            x1, y1 = min(x1, float(px1 + grow_x)), min(y1, float(py1 + grow_y))
         if x1 - x0 < 4 or y1 - y0 < 4:
             return None
         confidence = min(1.0, int(inliers.sum()) / FULL_INLIERS)

@@ -350,7 +350,8 @@ def frame_window(
 
     The daemon detects text (at text_detection.TEXT_FPS on frames with the long side at most TEXT_MAX_SIDE),
     faces and saliency on the same samples; text appearance times are refined on a dense quarter-size decode.
-    The subject is the main-image match, else the faces, else the most salient blob (workers.subject).
+    The subject is the located product wherever the window shows it; in a window without it, the faces, else
+    the most salient blob (workers.subject).
     """
     window = analysis.window
     size = (info.width, info.height)
@@ -361,18 +362,20 @@ def frame_window(
         )
     boxes = detect_text(infer, [f.rgb for f in frames], key, source_size=size)
     text = refine_text_times([(f.t, b) for f, b in zip(frames, boxes, strict=True)], dense, size)
-    found = find_subjects(
-        infer,
-        [f.rgb for f in frames],
-        key,
-        matched=[_subject_near(analysis, f.t) for f in frames],
-        text_boxes=boxes,
-        source_size=size,
-    )
+    matched = [_subject_near(analysis, f.t) for f in frames]
+    if any(box is not None for box in matched):
+        # the product is in the window: the crop follows it alone, held between the frames that found it,
+        # rather than jumping to a face or a salient blob wherever a frame missed it
+        found, stand_ins = matched, []
+    else:
+        found = find_subjects(
+            infer, [f.rgb for f in frames], key, matched=matched, text_boxes=boxes, source_size=size
+        )
+        stand_ins = [f.t for f in frames]
     subject = list(zip([f.t for f in frames], found, strict=True))
     plans = plan_framing(
         window.start_s, window.end_s, info.width, info.height, config.aspect_pairs, subject, text,
-        analysis.cuts, max_side=config.max_output_side,
+        analysis.cuts, max_side=config.max_output_side, stand_ins=stand_ins,
     )  # fmt: skip
     return replace(
         analysis,

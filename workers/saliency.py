@@ -59,7 +59,9 @@ def saliency(
     excluded = exclude if exclude is not None else [()] * len(frames_rgb)
     found = []
     for saliency_map, boxes in zip(maps, excluded, strict=True):
-        blob = subject_blob(saliency_map, [(b[0] * fx, b[1] * fy, b[2] * fx, b[3] * fy) for b in boxes])
+        # a caption's box, outline and shadow reach past the detected glyphs: leave out a margin round them
+        grown = [_grown(b, TEXT_SURROUND) for b in boxes]
+        blob = subject_blob(saliency_map, [(b[0] * fx, b[1] * fy, b[2] * fx, b[3] * fy) for b in grown])
         found.append(
             None
             if blob is None
@@ -68,13 +70,24 @@ def saliency(
     return found
 
 
+#: the margin left out round a text region, as a share of its height on every side
+TEXT_SURROUND = 0.5
+
+
+def _grown(box: Box, share: float) -> Box:
+    margin = share * (box[3] - box[1])
+    return (box[0] - margin, box[1] - margin, box[2] + margin, box[3] + margin)
+
+
 def subject_blob(saliency_map: np.ndarray, exclude: Sequence[Box] = ()) -> Box | None:
     """The bounding box (map pixels) of the blob holding the most salient mass once the excluded boxes (map
     pixels) are zeroed, or None if none stands out (a flat frame, or mass spread over many small blobs:
     texture, not an object)."""
     saliency_map = saliency_map.astype(np.float32, copy=True)
     for x0, y0, x1, y1 in exclude:
-        saliency_map[int(y0) : int(np.ceil(y1)), int(x0) : int(np.ceil(x1))] = 0.0
+        saliency_map[
+            max(0, int(y0)) : max(0, int(np.ceil(y1))), max(0, int(x0)) : max(0, int(np.ceil(x1)))
+        ] = 0.0
     peak = float(saliency_map.max())
     if peak <= 0:
         return None

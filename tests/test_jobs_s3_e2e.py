@@ -8,11 +8,9 @@ import os
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from moto.server import ThreadedMotoServer
 
 from jobs.sample_catalog import write_sample_catalog
 from storage.s3 import make_client
@@ -21,12 +19,8 @@ REELGEN = str(Path(sys.executable).with_name("reelgen"))
 
 
 @pytest.fixture(scope="module")
-def endpoint() -> Iterator[str]:
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    yield f"http://{host}:{port}"
-    server.stop()
+def endpoint(s3_endpoint: str) -> str:
+    return s3_endpoint
 
 
 def test_run_reads_and_writes_s3(endpoint: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -18,7 +18,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from moto.server import ThreadedMotoServer
 
 from jobs.redis_server import serving
 from jobs.sample_catalog import write_sample_catalog
@@ -180,15 +179,6 @@ def test_a_finished_local_run_can_be_inspected_steered_and_retried(catalog: Path
     after = cli(tmp_path, "status", "--state-dir", str(state)).stdout
     assert "  retry  completed" in after and f"{job}  run  completed" in after
     assert not serving(state)
-
-
-@pytest.fixture
-def s3_endpoint() -> Iterator[str]:
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    yield f"http://{host}:{port}"
-    server.stop()
 
 
 @pytest.fixture

@@ -11,11 +11,9 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from moto.server import ThreadedMotoServer
 
 from jobs.preflight import check_store
 from storage.s3 import make_client
@@ -27,12 +25,8 @@ MARK = "RG_PREFLIGHT_TEST"
 
 
 @pytest.fixture(scope="module")
-def endpoint() -> Iterator[str]:
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    yield f"http://{host}:{port}"
-    server.stop()
+def endpoint(s3_endpoint: str) -> str:
+    return s3_endpoint
 
 
 @pytest.fixture

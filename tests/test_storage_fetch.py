@@ -18,7 +18,6 @@ from typing import Any
 from urllib.parse import parse_qs, quote, urlparse
 
 import pytest
-from moto.server import ThreadedMotoServer
 
 import storage.fetch
 from reelgen.errors import ForbiddenSource, SourceNotFound, SourceTooLarge, SourceUnreachable
@@ -224,15 +223,6 @@ def test_unsupported_scheme_is_forbidden(tmp_path: Path) -> None:
 
 
 # --- S3
-
-
-@pytest.fixture(scope="module")
-def s3_endpoint() -> Iterator[str]:
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    yield f"http://{host}:{port}"
-    server.stop()
 
 
 @pytest.fixture

@@ -7,12 +7,10 @@ import hashlib
 import os
 import socket
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from moto.server import ThreadedMotoServer
 
 from reelgen.errors import SourceNotFound, SourceTooLarge, SourceTooSlow, StorageError
 from storage.s3 import S3Store, download_object, make_client
@@ -22,12 +20,8 @@ MiB = 2**20
 
 
 @pytest.fixture(scope="module")
-def endpoint() -> Iterator[str]:
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    yield f"http://{host}:{port}"
-    server.stop()
+def endpoint(s3_endpoint: str) -> str:
+    return s3_endpoint
 
 
 @pytest.fixture(autouse=True)

@@ -38,16 +38,32 @@ def cli(cwd: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProc
     )
 
 
-@pytest.fixture(scope="module")
-def catalog(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Two short products, an item whose video is missing, and a misspelt field on that line."""
-    folder = tmp_path_factory.mktemp("catalog")
-    path = write_sample_catalog(folder, 2, seed=5, size=(640, 360), duration_s=(6.0, 7.0), fps=25)
+def with_broken_item(path: Path) -> Path:
+    """The catalog with an item whose video is missing, and a misspelt field on that line."""
     first = json.loads(path.read_text().splitlines()[0])
     broken = first | {"item_id": "broken", "video": "videos/missing.mp4", "titel": "typo"}
     with open(path, "a") as handle:
         handle.write(json.dumps(broken) + "\n")
     return path
+
+
+@pytest.fixture(scope="module")
+def catalog(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two short products and a broken item."""
+    folder = tmp_path_factory.mktemp("catalog")
+    return with_broken_item(
+        write_sample_catalog(folder, 2, seed=5, size=(640, 360), duration_s=(6.0, 7.0), fps=25)
+    )
+
+
+@pytest.fixture(scope="module")
+def long_catalog(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two longer products and a broken item: each stage lasts long enough on any machine for the live display,
+    redrawn four times a second from a ledger read every half second, to show it."""
+    folder = tmp_path_factory.mktemp("long-catalog")
+    return with_broken_item(
+        write_sample_catalog(folder, 2, seed=5, size=(1280, 720), duration_s=(40.0, 44.0), fps=30)
+    )
 
 
 class Tmux:
@@ -84,12 +100,10 @@ def tmux(tmp_path: Path) -> Iterator[Tmux]:
 
 
 def test_reelgen_run_in_a_terminal_draws_live_progress_and_can_be_inspected(
-    tmux: Tmux, catalog: Path, tmp_path: Path
+    tmux: Tmux, long_catalog: Path, tmp_path: Path
 ) -> None:
     state, out = tmp_path / "state", tmp_path / "out"
-    command = (
-        f"{REELGEN} run {catalog} --out {out} --state-dir {state} --aspects 1:1 --workers 2; echo RUN-EXIT=$?"
-    )
+    command = f"{REELGEN} run {long_catalog} --out {out} --state-dir {state} --aspects 1:1 --workers 2; echo RUN-EXIT=$?"
     tmux("send-keys", "-t", "rg", command, "Enter")
     screens: list[list[str]] = []
     inspected: subprocess.CompletedProcess[str] | None = None

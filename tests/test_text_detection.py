@@ -137,6 +137,24 @@ def test_a_caption_is_found_from_the_frame_it_appears_though_something_bright_pa
     assert 0.68 - 1e-9 <= min(shown) <= 0.72 + 1e-9, shown
 
 
+def test_a_caption_the_detector_missed_at_the_sample_after_it_appeared_is_found_from_where_it_appeared() -> None:
+    """The caption appears at 0.72 s; the detector misses it at 1.0 s and finds it at 1.5 s. Its pixels at 1.0
+    are those at 1.5, so it was on screen at 1.0 too, and it is found from 0.72, not from 1.0 or 1.5."""
+    box = (40.0, 20.0, 200.0, 60.0)  # (10, 5)-(50, 15) in the quarter-size frames
+    rng = np.random.default_rng(4)
+    background = rng.integers(0, 255, (90, 160), dtype=np.uint8)
+    dense = []
+    for k in range(0, 38):
+        t = k / 25
+        gray = np.roll(background, 2 * k, axis=1).copy()
+        if t >= 0.72:
+            gray[5:15, 10:40] = 255
+        dense.append((t, gray))
+    refined = refine_text_times([(0.0, []), (0.52, []), (1.0, []), (1.48, [box])], dense, (640, 360))
+    shown = [t for t, boxes in refined if boxes]
+    assert 0.68 - 1e-9 <= min(shown) <= 0.72 + 1e-9, shown
+
+
 def test_a_caption_the_detector_missed_at_one_sample_is_kept_between_the_samples() -> None:
     """The caption is on screen throughout over a moving background; the detector saw it at 1.0 s, not at
     0.52 s. Its pixels are the same at both samples, so it was there all along: every frame keeps it."""

@@ -171,7 +171,7 @@ class FramingParams:
     pad_share: float = 0.05
     #: smaller crops (shares of the largest one's size) tried before letterboxing: the clip is scaled up
     #: from them, which costs sharpness but shows the subject full-bleed
-    zooms: tuple[float, ...] = (0.85, 0.7)
+    zooms: tuple[float, ...] = (0.9, 0.8, 0.7, 0.6)
     #: a smaller crop must hold the subject's box grown by this share of its size on every side
     zoom_margin: float = 0.15
     #: region widths tried, evenly from the aspect's crop up to the whole frame, before padding gives up
@@ -695,8 +695,14 @@ def _candidates(size: AspectSize, width: int, height: int, params: FramingParams
     return [first, *(_Line(first.axis, first.length, first.perp, n, 0, first.perp) for n in lengths)]
 
 
-def _grown(box: Box, share: float) -> Box:
-    dx, dy = share * (box[2] - box[0]), share * (box[3] - box[1])
+def _grown(box: Box, share: float, line: _Line) -> Box:
+    """box grown by share of its size on every side, as far as the line's crop still holds it: a margin that
+    would make a product the crop can hold look too big for it would only trade a tight crop for a letterbox."""
+    w, h = box[2] - box[0], box[3] - box[1]
+    along, across = (w, h) if line.axis == 0 else (h, w)
+    room_along, room_across = max(0.0, (line.crop - along) / 2), max(0.0, (line.q1 - line.q0 - across) / 2)
+    grow_along, grow_across = min(share * along, room_along), min(share * across, room_across)
+    dx, dy = (grow_along, grow_across) if line.axis == 0 else (grow_across, grow_along)
     return (box[0] - dx, box[1] - dy, box[2] + dx, box[3] + dy)
 
 
@@ -827,7 +833,7 @@ def _plan_aspect(
                 t1,
                 k == len(spans) - 1,
                 [
-                    (t, _grown(b, grow))
+                    (t, _grown(b, grow, line))
                     for t, b in _subject_samples(subject, t0, t1, k > 0, k < len(spans) - 1, reach)
                 ],
                 text,

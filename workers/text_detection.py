@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -112,6 +112,8 @@ def refine_text_times(
     def frame_at(t: float) -> np.ndarray:
         return dense[min(range(len(times)), key=lambda j: abs(times[j] - t))][1]
 
+    samples = _with_missed_detections(samples, frame_at, sx, sy)
+
     present: list[list[Box]] = [[] for _ in dense]
     for (t0, boxes0), (t1, boxes1) in itertools.pairwise(samples):
         inside = [j for j, t in enumerate(times) if t0 - 1e-6 <= t <= t1 + 1e-6]
@@ -151,6 +153,35 @@ SAME_LEVEL = 8.0
 SHOWN_VOTE = 0.4
 
 
+def _same_pixels(box: Box, a: np.ndarray, b: np.ndarray, sx: float, sy: float) -> bool:
+    """Whether box's region looks the same in two frames (MISSED_DETECTION_SHARE of it within SAME_LEVEL)."""
+    first, second = _patch(a, box, sx, sy), _patch(b, box, sx, sy)
+    return float((np.abs(first - second) <= SAME_LEVEL).mean()) >= MISSED_DETECTION_SHARE
+
+
+def _with_missed_detections(
+    samples: list[tuple[float, list[Box]]],
+    frame_at: Callable[[float], np.ndarray],
+    sx: float,
+    sy: float,
+) -> list[tuple[float, list[Box]]]:
+    """The samples with each detected region added to the neighbouring samples where the detector missed it:
+    where its pixels are the same as at a sample that detected it, and on from there while they stay the same.
+    Without this, a caption missed at the sample after it appeared reads as absent for a whole interval more
+    (it is only compared frame by frame between a sample that detects it and one that does not)."""
+    out = [(t, list(boxes)) for t, boxes in samples]
+    for k, (t, boxes) in enumerate(samples):
+        for box in boxes:
+            for step in (-1, 1):
+                j = k + step
+                while 0 <= j < len(out) and all(_iou(box, b) < SAME_REGION_IOU for b in out[j][1]):
+                    if not _same_pixels(box, frame_at(t), frame_at(out[j][0]), sx, sy):
+                        break
+                    out[j][1].append(box)
+                    j += step
+    return out
+
+
 def _follow(
     present: list[list[Box]],
     inside: list[int],
@@ -165,11 +196,11 @@ def _follow(
 
     Where the region looks the same at the sample that did not detect it, the detector missed it there (the
     caption was on screen all along): every frame between keeps it."""
-    shown, hidden = _patch(with_text, box, sx, sy), _patch(without_text, box, sx, sy)
-    if float((np.abs(shown - hidden) <= SAME_LEVEL).mean()) >= MISSED_DETECTION_SHARE:
+    if _same_pixels(box, with_text, without_text, sx, sy):
         for j in inside:
             present[j].append(box)
         return
+    shown, hidden = _patch(with_text, box, sx, sy), _patch(without_text, box, sx, sy)
     # A frame shows the text when its patch is nearer the sample showing it as a whole, or when enough of its
     # pixels are: one pixel, one vote, among those where the samples differ. The whole-patch distance alone
     # let something bright passing behind the caption at the sample outweigh the glyphs of a thin, outlined

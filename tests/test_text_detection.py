@@ -137,7 +137,7 @@ def test_a_caption_is_found_from_the_frame_it_appears_though_something_bright_pa
     assert 0.68 - 1e-9 <= min(shown) <= 0.72 + 1e-9, shown
 
 
-def test_a_caption_the_detector_missed_at_the_sample_after_it_appeared_is_found_from_where_it_appeared() -> None:
+def test_a_caption_missed_at_the_sample_after_it_appeared_is_found_from_where_it_appeared() -> None:
     """The caption appears at 0.72 s; the detector misses it at 1.0 s and finds it at 1.5 s. Its pixels at 1.0
     are those at 1.5, so it was on screen at 1.0 too, and it is found from 0.72, not from 1.0 or 1.5."""
     box = (40.0, 20.0, 200.0, 60.0)  # (10, 5)-(50, 15) in the quarter-size frames

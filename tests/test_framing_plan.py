@@ -155,6 +155,20 @@ def test_print_on_the_subject_does_not_fence_it_off() -> None:
     assert all(holds(path(t), box(t)) for t in frame_times(2.0, 7.0))
 
 
+def test_print_on_a_subject_sampled_once_a_second_does_not_fence_it_off_between_samples() -> None:
+    """Text is timed at every frame, the subject found once a second; between the samples the print is on the
+    subject where the line between them puts it, not a caption the crop must keep whole or out."""
+
+    def box(t: float) -> Box:
+        x = 40 + 90 * (t - 1.0)
+        return (x, 100.0, x + 190, 300.0)
+
+    # a label across the product, close to its left edge
+    text = [(t, [(box(t)[0] + 4, 150.0, box(t)[0] + 120, 180.0)]) for t in frame_times(1.0, 8.0)]
+    plan = plan_framing(2.0, 7.0, W, H, [(9, 16)], sampled(box, 2.0, 7.0, 1.0), text)["9:16"]
+    assert not plan.padded, plan.padded_reason
+
+
 @pytest.mark.parametrize("seed", range(12))
 def test_random_scenes_never_cut_text(seed: int) -> None:
     """Captions at random edge places and times (each shown ≥ 0.6 s), a wandering subject: every frame of

@@ -404,10 +404,27 @@ class _TextTrack:
 ON_SUBJECT = 0.8
 #: a subject sample this close in time describes the subject at a text sample
 SUBJECT_NEAR_S = 0.3
+#: between two subject samples at most this far apart the subject is where the line between them says: text
+#: is timed at every frame and the subject sampled once a second, so most frames lie between samples
+SUBJECT_SPAN_S = 1.5
 
 
 def _nearest_subject(subject: Sequence[tuple[float, Box | None]], t: float) -> Box | None:
-    near = [(abs(ts - t), b) for ts, b in subject if b is not None and abs(ts - t) <= SUBJECT_NEAR_S]
+    """The subject's box at t: interpolated between the samples on either side when both found it, else the
+    nearest sample's within SUBJECT_NEAR_S."""
+    found = sorted((ts, b) for ts, b in subject if b is not None)
+    after = bisect.bisect_left([ts for ts, _ in found], t)
+    if 0 < after < len(found):
+        (t0, b0), (t1, b1) = found[after - 1], found[after]
+        if t1 - t0 <= SUBJECT_SPAN_S:
+            w = (t - t0) / (t1 - t0) if t1 > t0 else 0.0
+            return (
+                b0[0] + w * (b1[0] - b0[0]),
+                b0[1] + w * (b1[1] - b0[1]),
+                b0[2] + w * (b1[2] - b0[2]),
+                b0[3] + w * (b1[3] - b0[3]),
+            )
+    near = [(abs(ts - t), b) for ts, b in found if abs(ts - t) <= SUBJECT_NEAR_S]
     return min(near, key=lambda item: item[0])[1] if near else None
 
 

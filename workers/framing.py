@@ -880,17 +880,23 @@ def _plan_aspect(
         if too_big > params.pad_share * keys and not stand_in_only:
             reason = reason or PAD_SUBJECT_TOO_BIG
             continue
+        # a smaller crop is a choice, not the rule: it must hold the subject, whatever makes it miss; across its
+        # moving axis that is the subject's own box (the margin only steers the path), known before planning
+        across = _across_misses(segments_on(line, _TextTrack([])), line) if zoom < 1 else 0
+        if across > params.pad_share * keys and not stand_in_only:
+            reason = reason or PAD_TEXT_AND_SUBJECT
+            continue
         cropped = _plan_line(line, segments, params, miss_share=1.0)
         if cropped is None:
             reason = reason or PAD_NO_TEXT_SAFE_CROP
             continue
-        # misses the motion bounds alone would cause (an erratic subject) are the crop's to take; only those
-        # that text adds justify showing a wider, letterboxed region, and only for the product itself
-        free = _plan_line(line, segments_on(line, _TextTrack([]), grow), params, miss_share=1.0)
-        text_misses = cropped.misses - (free.misses if free is not None else 0)
-        # a smaller crop is a choice, not the rule: it must hold the subject, whatever makes it miss (across its
-        # moving axis, the subject's own box: the margin only steers the path)
-        misses = cropped.misses + _across_misses(segments_on(line, track), line) if zoom < 1 else text_misses
+        if zoom < 1:
+            misses = cropped.misses + across
+        else:
+            # misses the motion bounds alone would cause (an erratic subject) are the crop's to take; only those
+            # that text adds justify showing a wider, letterboxed region, and only for the product itself
+            free = _plan_line(line, segments_on(line, _TextTrack([]), grow), params, miss_share=1.0)
+            misses = cropped.misses - (free.misses if free is not None else 0)
         if stand_in_only or misses <= params.pad_share * keys:
             return FramingPlan(size, tuple(cropped.keys), False, tuple(regions), cropped.moves, zoom=zoom)
         reason = reason or PAD_TEXT_AND_SUBJECT

@@ -29,6 +29,7 @@ COPY workers workers
 COPY gpu_service gpu_service
 COPY storage storage
 COPY monitoring monitoring
+COPY devtools devtools
 RUN /opt/reelgen/bin/pip install --no-deps --no-build-isolation .
 # The text detector on the GPU: onnxruntime's CUDA build in place of the lock's CPU build (both install the same
 # `onnxruntime` module, so one must go), pinned; its dependencies are the CPU build's, already locked. `pip check`

@@ -39,11 +39,11 @@ import torch
 from pydantic import ValidationError
 
 from gpu_service import protocol, registry
-from gpu_service.config import DaemonSettings, MiB
 from gpu_service.metrics import DaemonMetrics
 from gpu_service.scheduler import Batch, Pending, PriorityKey, Scheduler
 from gpu_service.shm import PAGE, Grant, Segment, SlotError, SlotPool, SlotState, align, sweep_stale
 from monitoring.logging_setup import FORMATS, resolve_format, setup_logging
+from reelgen.daemon_settings import DaemonSettings, MiB
 from reelgen.errors import ConfigError
 from reelgen.private import owner_only_umask, private_dir
 from reelgen.processes import exit_with_parent

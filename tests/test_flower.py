@@ -21,8 +21,9 @@ from pydantic import SecretStr
 
 from jobs.redis_server import EmbeddedRedis
 from jobs.sample_catalog import write_sample_catalog
-from monitoring.flower import ALLOW_FLAG, FlowerSettings, flower_argv
+from monitoring.flower import ALLOW_FLAG, flower_argv
 from reelgen.errors import ConfigError
+from reelgen.flower_settings import FlowerSettings
 from reelgen.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent

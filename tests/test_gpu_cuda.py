@@ -16,9 +16,9 @@ import pytest
 import torch
 
 from gpu_service.client import InferenceClient
-from gpu_service.config import DaemonSettings
 from gpu_service.daemon import Daemon
 from gpu_service.scheduler import PriorityKey
+from reelgen.daemon_settings import DaemonSettings
 
 pytestmark = pytest.mark.gpu
 

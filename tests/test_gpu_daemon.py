@@ -24,10 +24,10 @@ import pytest
 
 from gpu_service import protocol
 from gpu_service.client import InferenceClient, wait_until_ready
-from gpu_service.config import DaemonSettings
 from gpu_service.scheduler import PriorityKey
 from gpu_service.shm import SHM_DIR
 from gpu_service.supervisor import DaemonProcess
+from reelgen.daemon_settings import DaemonSettings
 from reelgen.errors import DaemonUnavailable, InferenceRejected
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -642,8 +642,8 @@ def test_a_second_daemon_on_a_live_socket_refuses_to_start(
 
 
 def test_the_environment_reaches_the_daemon_through_settings_json(sock_dir: Path) -> None:
-    from gpu_service.config import DaemonSettings
     from gpu_service.daemon import build_parser, settings_from_args
+    from reelgen.daemon_settings import DaemonSettings
 
     base = DaemonSettings(socket_path=sock_dir / "a.sock", models=("probe",), max_batch=4, buckets=(2, 4))
     args = build_parser().parse_args(

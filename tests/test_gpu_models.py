@@ -19,7 +19,7 @@ from gpu_service import registry
 from gpu_service.daemon import Daemon
 from gpu_service.models.basic import Probe
 from gpu_service.registry import InferenceModel, Span, register
-from gpu_service.weights import file_digest
+from reelgen.digests import file_digest
 from reelgen.errors import ConfigError
 
 SLOW_BATCH_S = 0.25

@@ -9,9 +9,9 @@ import pytest
 from pydantic import ValidationError
 
 from gpu_service import protocol
-from gpu_service.config import DaemonSettings
 from gpu_service.scheduler import Batch, Pending, PriorityKey, Scheduler, bucket_for
 from gpu_service.shm import Grant, SlotError, SlotPool, SlotState
+from reelgen.daemon_settings import DaemonSettings
 
 
 def req(

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from gpu_service import daemon as gpu_daemon
-from gpu_service.config import DaemonSettings
 from jobs import cli
 from monitoring import health
+from reelgen.daemon_settings import DaemonSettings
 from tests.test_helm import CHART, GPU_VALUES, all_containers, render
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from gpu_service import shm
-from gpu_service.config import DaemonSettings
 from gpu_service.shm import SHM_DIR, Segment, sweep_stale
 from jobs.redis_server import EmbeddedRedis
+from reelgen.daemon_settings import DaemonSettings
 from reelgen.private import private_dir
 from storage.cache import NodeCache
 from storage.fetch import HostSlots

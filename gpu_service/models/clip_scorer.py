@@ -53,7 +53,7 @@ from gpu_service.models.clip_vit import (
 )
 from gpu_service.models.template_match import TemplateMatch
 from gpu_service.registry import ArrayShape, InferenceModel, RequestError, Span, register
-from gpu_service.weights import directory_digest
+from reelgen.digests import directory_digest
 from reelgen.errors import ConfigError
 
 # Where a cosine similarity sits for "this is the product" (centre) and how fast the logistic rises (scale).

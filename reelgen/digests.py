@@ -1,4 +1,5 @@
-"""Digests of model weights, without torch: config_hash covers them (DESIGN.md §5), and settings compute it."""
+"""Digests of model weights, without torch: a job's config_hash covers its scorer's weights (other weights, other
+output; docs/architecture.md), so the settings compute it, and the daemon's models check their files with it."""
 
 from __future__ import annotations
 

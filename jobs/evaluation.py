@@ -14,9 +14,10 @@ from pathlib import Path
 
 from gpu_service.local import LocalInference
 from gpu_service.scheduler import PriorityKey
-from jobs.catalog import CatalogEntry, read_catalog
+from jobs.catalog import read_catalog
 from jobs.ledger import JobKind
 from jobs.sample_catalog import load_truth
+from reelgen.catalog_entry import CatalogEntry
 from reelgen.settings import Settings
 from storage.fetch import Fetcher
 from workers import pipeline

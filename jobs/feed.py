@@ -22,12 +22,13 @@ from typing import Any
 
 from celery import Celery
 
-from jobs.catalog import BadLine, CatalogEntry, line_key, read_catalog
+from jobs.catalog import BadLine, line_key, read_catalog
 from jobs.celery_app import PRIORITY_PREPARE, QUEUE
 from jobs.fingerprints import FingerprintSet, fingerprint
 from jobs.ledger import JobKind, JobRecord, Ledger
 from jobs.results_index import DoneCheck, IndexWriter, report_gone
 from jobs.submit import source_policy
+from reelgen.catalog_entry import CatalogEntry
 from reelgen.errors import DuplicateItemId
 from reelgen.settings import Settings
 from storage.store import ObjectStore

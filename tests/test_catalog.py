@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from jobs.catalog import BadLine, CatalogEntry, check_item_id, read_catalog
+from jobs.catalog import BadLine, check_item_id, read_catalog
+from reelgen.catalog_entry import CatalogEntry
 from reelgen.errors import BadCatalogLine, BadItemId, CatalogError
 from reelgen.settings import SourcePolicy
 

@@ -29,9 +29,9 @@ from celery.exceptions import Ignore, Retry
 from kombu.exceptions import OperationalError
 
 from gpu_service.shm import SHM_DIR
-from jobs.catalog import CatalogEntry
 from jobs.ledger import JobKind, Ledger
 from jobs.results_index import read_index
+from reelgen.catalog_entry import CatalogEntry
 from storage.store import LocalStore
 from tests.test_faults_helpers import (
     REELGEN,

@@ -22,12 +22,13 @@ import redis
 from PIL import Image
 
 from bench.backfill import decode, queue_keys
-from jobs.catalog import FIELD_LIMITS, MAX_LINE_BYTES, BadLine, CatalogEntry, read_catalog
+from jobs.catalog import FIELD_LIMITS, MAX_LINE_BYTES, BadLine, read_catalog
 from jobs.celery_app import app, configure
 from jobs.dispatcher import Dispatcher
 from jobs.ledger import JobKind, JobState, Ledger
 from jobs.redis_server import EmbeddedRedis
 from jobs.submit import submit_catalog_job
+from reelgen.catalog_entry import CatalogEntry
 from reelgen.errors import BadCatalogLine, CatalogError
 from reelgen.settings import SourcePolicy, load_settings
 from tests.media import make_code_video

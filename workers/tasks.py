@@ -24,11 +24,11 @@ from celery.signals import worker_process_init
 
 from gpu_service.client import InferenceClient
 from gpu_service.scheduler import PriorityKey
-from jobs.catalog import CatalogEntry
 from jobs.celery_app import PRIORITY_RENDER, PRIORITY_SAMPLE, PRIORITY_SELECT, REDIS_UNAVAILABLE, app
 from jobs.ledger import JobState, Ledger
 from monitoring.logging_setup import log_context
 from monitoring.metrics import count_item, observe_stage
+from reelgen.catalog_entry import CatalogEntry
 from reelgen.errors import InternalError, ItemTimeout, ReelgenError
 from reelgen.settings import OutputConfig, Settings, load_settings
 from storage.cache import NodeCache

@@ -23,9 +23,9 @@ from typing import Any
 from celery import Celery
 
 from jobs.catalog import BadLine, line_key, read_catalog
-from jobs.celery_app import PRIORITY_PREPARE, QUEUE
 from jobs.fingerprints import FingerprintSet, fingerprint
 from jobs.ledger import JobKind, JobRecord, Ledger
+from jobs.queues import PREPARE_TASK, PRIORITY_PREPARE, QUEUE
 from jobs.results_index import DoneCheck, IndexWriter, report_gone
 from jobs.submit import source_policy
 from reelgen.catalog_entry import CatalogEntry
@@ -36,7 +36,6 @@ from storage.uri import Scheme, parse_uri
 
 log = logging.getLogger(__name__)
 
-PREPARE_TASK = "reelgen.prepare"
 # Messages sent to Redis per pipeline: Redis buffers a whole pipeline's request (~1 KB a message) while it runs
 # it, so this bounds that buffer, and with it Redis's peak memory, whatever the page size or in-flight limit.
 PUBLISH_BATCH = 64

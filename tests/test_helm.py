@@ -337,7 +337,7 @@ def test_services_select_pods_that_expose_their_target_port(cpu: list[Obj]) -> N
 
 
 def test_keda_scales_the_workers_on_the_priority_sub_queues() -> None:
-    import jobs.celery_app as celery_app
+    import jobs.queues as queues
 
     objects = render(GPU_VALUES, {"keda": {"enabled": True}, "redis": {"password": "pw"}})
     scaled = one(objects, "ScaledObject", "rg-reelgen-worker")
@@ -346,8 +346,8 @@ def test_keda_scales_the_workers_on_the_priority_sub_queues() -> None:
     assert "replicas" not in worker["spec"]  # the HPA KEDA makes owns it
     lists = {t["metadata"]["listName"] for t in scaled["spec"]["triggers"]}
     # kombu's Redis names: priority 0 is the queue itself, priority p is "<queue>:<p>"
-    priorities = {v for k, v in vars(celery_app).items() if k.startswith("PRIORITY_")}
-    queue = celery_app.QUEUE
+    priorities = {v for k, v in vars(queues).items() if k.startswith("PRIORITY_")}
+    queue = queues.QUEUE
     assert len(priorities) >= 2
     expected = {queue if p == 0 else f"{queue}:{p}" for p in priorities}
     assert lists == expected

@@ -24,7 +24,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from pydantic import SecretStr
 
 from gpu_service.metrics import DaemonMetrics
-from jobs import celery_app
+from jobs import celery_app, cluster_metrics, queues
 from jobs.ledger import JobKind, Ledger
 from jobs.redis_server import EmbeddedRedis
 from monitoring import metrics
@@ -69,12 +69,13 @@ def test_queue_layout_matches_the_celery_broker_configuration() -> None:
     app = Celery("check")
     celery_app.configure(app, Settings(redis_url=SecretStr("redis://localhost:6379/0")))
     options = app.conf.broker_transport_options
-    assert metrics.QUEUE == celery_app.QUEUE == app.conf.task_default_queue
-    assert options["sep"] == metrics.SEP
-    assert list(metrics.PRIORITIES) == list(options["priority_steps"])
-    priorities = {v for k, v in vars(celery_app).items() if k.startswith("PRIORITY_")}
-    assert priorities <= set(metrics.PRIORITIES)
-    keys = metrics.queue_keys()
+    assert app.conf.task_default_queue == queues.QUEUE
+    assert options["sep"] == queues.SEP
+    assert list(queues.PRIORITIES) == list(options["priority_steps"])
+    priorities = {v for k, v in vars(queues).items() if k.startswith("PRIORITY_")}
+    assert len(priorities) == 4
+    assert priorities <= set(queues.PRIORITIES)
+    keys = queues.queue_keys()
     assert keys[0] == "reelgen" and keys[6] == "reelgen:6" and len(keys) == 10
 
 
@@ -85,7 +86,7 @@ def test_queue_names_are_the_lists_kombu_really_writes(redis_server: EmbeddedRed
     celery_app.configure(app, Settings(redis_url=SecretStr(redis_server.url)))
     for priority in (0, 6, 6):
         app.send_task("reelgen.nothing", priority=priority)
-    lengths = {p: client.llen(key) for p, key in metrics.queue_keys().items()}
+    lengths = {p: client.llen(key) for p, key in queues.queue_keys().items()}
     assert lengths[0] == 1 and lengths[6] == 2 and sum(lengths.values()) == 3
     app.close()
     client.close()
@@ -142,7 +143,9 @@ def test_count_item_rejects_an_unknown_outcome() -> None:
 def exporter(redis_server: EmbeddedRedis) -> Iterator[tuple[MetricsServer, Ledger]]:
     client = redis.Redis.from_url(redis_server.url)
     client.flushall()
-    server = metrics.serve_metrics(0, Settings(redis_url=SecretStr(redis_server.url)), host="127.0.0.1")
+    server = cluster_metrics.serve_metrics(
+        0, Settings(redis_url=SecretStr(redis_server.url)), host="127.0.0.1"
+    )
     yield server, Ledger(client)
     server.close()
     client.close()
@@ -203,7 +206,7 @@ def test_exporter_reports_queue_depth_and_job_progress_from_redis(
 
 def test_exporter_says_unhealthy_when_redis_is_gone(tmp_path: Path) -> None:
     settings = Settings(redis_url=SecretStr(f"unix://{tmp_path / 'no-redis.sock'}"))
-    server = metrics.serve_metrics(0, settings, host="127.0.0.1")
+    server = cluster_metrics.serve_metrics(0, settings, host="127.0.0.1")
     try:
         status, body = get(f"http://127.0.0.1:{server.port}/healthz")
         assert status == 503 and "redis unreachable" in body
@@ -251,7 +254,7 @@ def test_every_series_the_dashboard_queries_is_exported(tmp_path: Path, redis_se
     ledger.admit(job.id, "x", {"item_id": "x"})
     ledger.fail(job.id, "x", "UnreadableVideo", "truncated")
     registry = CollectorRegistry()
-    registry.register(metrics.ClusterCollector(client))
+    registry.register(cluster_metrics.ClusterCollector(client))
     cluster_text = generate_latest(registry).decode()
     client.close()
     exported = {name for text in (worker_text, cluster_text, daemon_text()) for name, _ in samples(text)}
@@ -298,7 +301,7 @@ def test_exported_labels_follow_conventions_and_match_the_dashboard(
     ledger.admit(job.id, "x", {"item_id": "x"})
     ledger.fail(job.id, "x", "UnreadableVideo", "truncated")
     registry = CollectorRegistry()
-    registry.register(metrics.ClusterCollector(client))
+    registry.register(cluster_metrics.ClusterCollector(client))
     texts = (generate_latest(metrics.worker_registry(tmp_path)).decode(), generate_latest(registry).decode())
     client.close()
     labels_of: dict[str, set[str]] = {}

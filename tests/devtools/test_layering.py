@@ -1,0 +1,25 @@
+"""The house stays built: no import in reelgen's packages points up a layer or closes a cycle
+(the layers: devtools/imports.py and docs/architecture.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from devtools import imports
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_every_package_is_in_the_graph() -> None:
+    packages = {path.parent.name for path in ROOT.glob("*/__init__.py")} - {"tests", "bench", "docs"}
+    assert packages == set(imports.PACKAGES)
+
+
+def test_no_upward_import_and_no_cycle() -> None:
+    modules, edges = imports.collect(ROOT)
+    assert len(modules) > 50 and len(edges) > 100  # it read the tree
+    assert imports.problems(modules, edges) == []
+
+
+def test_the_command_line_check_passes_on_the_tree() -> None:
+    assert imports.main(["--check", "--root", str(ROOT)]) == 0

@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from gpu_service.client import InferenceClient, wait_until_ready  # noqa: E402
-from gpu_service.scheduler import PriorityKey  # noqa: E402
+from gpu_service.priority import PriorityKey  # noqa: E402
 
 MODEL = "clip_vit_b16_image"
 

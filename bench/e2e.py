@@ -35,7 +35,7 @@ import numpy as np
 import psutil
 
 from gpu_service.local import LocalInference
-from gpu_service.scheduler import PriorityKey
+from gpu_service.priority import PriorityKey
 from gpu_service.usage import DaemonUsage
 from jobs.catalog import read_catalog
 from jobs.ledger import JobKind

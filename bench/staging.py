@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from gpu_service.client import InferenceClient, wait_until_ready  # noqa: E402
-from gpu_service.scheduler import PriorityKey  # noqa: E402
+from gpu_service.priority import PriorityKey  # noqa: E402
 
 SHAPE = (16, 512, 512, 3)  # 12 MiB of uint8
 

@@ -40,7 +40,8 @@ from pydantic import ValidationError
 
 from gpu_service import protocol, registry
 from gpu_service.metrics import DaemonMetrics
-from gpu_service.scheduler import Batch, Pending, PriorityKey, Scheduler
+from gpu_service.priority import PriorityKey
+from gpu_service.scheduler import Batch, Pending, Scheduler
 from gpu_service.shm import PAGE, Grant, Segment, SlotError, SlotPool, SlotState, align, sweep_stale
 from monitoring.logging_setup import FORMATS, resolve_format, setup_logging
 from reelgen.daemon_settings import DaemonSettings, MiB

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from gpu_service.local import LocalInference
-from gpu_service.scheduler import PriorityKey
+from gpu_service.priority import PriorityKey
 from jobs.catalog import read_catalog
 from jobs.ledger import JobKind
 from jobs.sample_catalog import load_truth

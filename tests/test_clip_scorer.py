@@ -37,8 +37,8 @@ from gpu_service.models.clip_scorer import (
     TEXT_WEIGHT,
     ClipScorer,
 )
+from gpu_service.priority import PriorityKey
 from gpu_service.registry import LoadedModel
-from gpu_service.scheduler import PriorityKey
 from reelgen.digests import directory_digest
 from reelgen.errors import ConfigError
 from workers.scoring import SCORERS, FrameScore, item_text, score_frames, scorer_context, scorer_spec

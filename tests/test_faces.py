@@ -11,7 +11,7 @@ import pytest
 from gpu_service import registry
 from gpu_service.local import LocalInference
 from gpu_service.models.faces import builtin_cascade_path
-from gpu_service.scheduler import PriorityKey
+from gpu_service.priority import PriorityKey
 from reelgen.digests import file_digest
 from reelgen.errors import ConfigError
 from workers.faces import FACE_WIDTH, detect_faces, faces_box

@@ -17,7 +17,7 @@ import torch
 
 from gpu_service.client import InferenceClient
 from gpu_service.daemon import Daemon
-from gpu_service.scheduler import PriorityKey
+from gpu_service.priority import PriorityKey
 from reelgen.daemon_settings import DaemonSettings
 
 pytestmark = pytest.mark.gpu

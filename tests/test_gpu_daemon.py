@@ -24,7 +24,7 @@ import pytest
 
 from gpu_service import protocol
 from gpu_service.client import InferenceClient, wait_until_ready
-from gpu_service.scheduler import PriorityKey
+from gpu_service.priority import PriorityKey
 from gpu_service.shm import SHM_DIR
 from gpu_service.supervisor import DaemonProcess
 from reelgen.daemon_settings import DaemonSettings
@@ -294,7 +294,8 @@ def test_client_never_imports_torch(shared: DaemonProc) -> None:
     result = python(f"""
         import sys, json, numpy as np
         import gpu_service
-        from gpu_service.client import InferenceClient, PriorityKey
+        from gpu_service.client import InferenceClient
+        from gpu_service.priority import PriorityKey
         client = InferenceClient({str(shared.socket)!r})
         out = client.infer("probe", np.zeros((2, 4, 4, 3), np.uint8), PriorityKey(0, 0))
         print(json.dumps({{"torch": "torch" in sys.modules, "shape": list(out["first_pixel"].shape)}}))
@@ -306,7 +307,8 @@ def test_client_never_imports_torch(shared: DaemonProc) -> None:
 def test_client_is_fork_safe(shared: DaemonProc) -> None:
     result = python(f"""
         import os, numpy as np
-        from gpu_service.client import InferenceClient, PriorityKey
+        from gpu_service.client import InferenceClient
+        from gpu_service.priority import PriorityKey
         client = InferenceClient({str(shared.socket)!r})
         f = np.arange(2 * 4 * 4 * 3, dtype=np.uint8).reshape(2, 4, 4, 3)
         ok = lambda: (client.infer("probe", f, PriorityKey(0, 0))["first_pixel"] == f[:, 0, 0]).all()
@@ -327,7 +329,8 @@ def test_departing_clients_never_unlink_the_pool(shared: DaemonProc) -> None:
     code = f"""
         import numpy as np
         from multiprocessing import resource_tracker
-        from gpu_service.client import InferenceClient, PriorityKey
+        from gpu_service.client import InferenceClient
+        from gpu_service.priority import PriorityKey
         resource_tracker.ensure_running()  # a tracker that would unlink anything registered with it
         client = InferenceClient({str(shared.socket)!r})
         client.infer("probe", np.zeros((1, 4, 4, 3), np.uint8), PriorityKey(0, 0))

@@ -9,7 +9,8 @@ import pytest
 from pydantic import ValidationError
 
 from gpu_service import protocol
-from gpu_service.scheduler import Batch, Pending, PriorityKey, Scheduler, bucket_for
+from gpu_service.priority import PriorityKey
+from gpu_service.scheduler import Batch, Pending, Scheduler, bucket_for
 from gpu_service.shm import Grant, SlotError, SlotPool, SlotState
 from reelgen.daemon_settings import DaemonSettings
 

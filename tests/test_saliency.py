@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from gpu_service.local import LocalInference
-from gpu_service.scheduler import PriorityKey
+from gpu_service.priority import PriorityKey
 from workers.saliency import MAP_WIDTH, SALIENCY_MODEL, saliency
 
 KEY = PriorityKey(0.0, 0.0)

@@ -8,7 +8,7 @@ import pytest
 
 import gpu_service.models.template_match  # noqa: F401  (registers the model)
 from gpu_service.local import LocalInference
-from gpu_service.scheduler import PriorityKey
+from gpu_service.priority import PriorityKey
 from workers.scoring import ANALYSIS_WIDTH, FrameScore, product_template, score_frames, shot_signature
 
 KEY = PriorityKey(0.0, 0.0)

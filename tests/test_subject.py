@@ -11,7 +11,7 @@ import numpy.typing as npt
 import pytest
 
 from gpu_service.local import LocalInference
-from gpu_service.scheduler import PriorityKey
+from gpu_service.priority import PriorityKey
 from tests.test_faces import face_frame
 from tests.test_saliency import centre_inside, scene
 from workers.faces import FACE_MODEL

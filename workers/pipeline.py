@@ -22,7 +22,7 @@ import cv2
 import numpy as np
 import PIL.Image
 
-from gpu_service.scheduler import PriorityKey
+from gpu_service.priority import PriorityKey
 from reelgen import PIPELINE_VERSION, __version__
 from reelgen.catalog_entry import CatalogEntry
 from reelgen.errors import DiskFull, ImageError

@@ -23,7 +23,7 @@ from celery.exceptions import Ignore, Retry, SoftTimeLimitExceeded
 from celery.signals import worker_process_init
 
 from gpu_service.client import InferenceClient
-from gpu_service.scheduler import PriorityKey
+from gpu_service.priority import PriorityKey
 from jobs.celery_app import REDIS_UNAVAILABLE, app
 from jobs.ledger import JobState, Ledger
 from jobs.queues import (

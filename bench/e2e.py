@@ -34,13 +34,13 @@ import cv2
 import numpy as np
 import psutil
 
+from devtools.sample_catalog import write_sample_catalog
 from gpu_service.local import LocalInference
 from gpu_service.priority import PriorityKey
 from gpu_service.usage import DaemonUsage
 from jobs.catalog import read_catalog
 from jobs.ledger import JobKind
 from jobs.runner import run_catalog
-from jobs.sample_catalog import write_sample_catalog
 from monitoring.machine import machine_lines
 from reelgen.catalog_entry import CatalogEntry
 from reelgen.settings import OutputConfig, Settings, load_settings

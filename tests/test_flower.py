@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
+from devtools.sample_catalog import write_sample_catalog
 from jobs.redis_server import EmbeddedRedis
-from jobs.sample_catalog import write_sample_catalog
 from monitoring.flower import ALLOW_FLAG, flower_argv
 from reelgen.errors import ConfigError
 from reelgen.flower_settings import FlowerSettings

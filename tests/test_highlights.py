@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from jobs.evaluation import evaluate, overlap_fraction, report
-from jobs.sample_catalog import write_sample_catalog
+from devtools.evaluation import evaluate, overlap_fraction, report
+from devtools.sample_catalog import write_sample_catalog
 from reelgen.settings import load_settings
 from workers.pipeline import SampleScore, choose
 from workers.video import VideoInfo

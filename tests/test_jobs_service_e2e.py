@@ -19,11 +19,11 @@ import pytest
 import redis
 from celery import Task
 
+from devtools.sample_catalog import write_sample_catalog
 from jobs.celery_app import app
 from jobs.ledger import ItemState, JobState, Ledger
 from jobs.redis_server import EmbeddedRedis
 from jobs.runner import local_daemon_settings
-from jobs.sample_catalog import write_sample_catalog
 from jobs.submit import submit_retry
 from reelgen.catalog_entry import CatalogEntry
 from reelgen.settings import load_settings

@@ -12,7 +12,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from jobs.sample_catalog import HARD_CASES, Box, Truth, load_truth, write_sample_catalog
+from devtools.sample_catalog import HARD_CASES, Box, Truth, load_truth, write_sample_catalog
 from reelgen.errors import ConfigError
 
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from devtools.sample_catalog import load_truth, write_sample_catalog
 from gpu_service.local import LocalInference
-from jobs.sample_catalog import load_truth, write_sample_catalog
 from tests.test_framing_support import (
     KEY,
     Framed,

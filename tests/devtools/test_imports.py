@@ -19,9 +19,9 @@ def _tree(root: Path, files: dict[str, str]) -> Path:
     return root
 
 
-def _problems(root: Path) -> list[str]:
+def _problems(root: Path, shims: dict[str, str] | None = None) -> list[str]:
     modules, edges = imports.collect(root, ("low", "high"))
-    return imports.problems(modules, edges, LAYERS)
+    return imports.problems(modules, edges, LAYERS, shims or {})
 
 
 def test_downward_imports_pass(tmp_path: Path) -> None:
@@ -79,3 +79,18 @@ def test_a_cycle_within_a_layer_fails(tmp_path: Path) -> None:
 def test_a_module_in_no_layer_is_an_error() -> None:
     with pytest.raises(ValueError, match="in no layer"):
         imports.layer_of("elsewhere.a", LAYERS)
+
+
+def test_a_shim_may_import_its_new_home_and_nothing_may_import_the_shim(tmp_path: Path) -> None:
+    files = {
+        "low/__init__.py": "",
+        "low/old.py": "from high.new import thing as thing\n",
+        "high/__init__.py": "",
+        "high/new.py": "thing = 1\n",
+    }
+    root = _tree(tmp_path, files)
+    shims = {"low.old": "high.new"}
+    assert _problems(root, shims) == []
+    assert _problems(root) == ["upward: low.old:1 imports high.new (low -> high)"]
+    _tree(tmp_path, {"high/user.py": "from low.old import thing\n"})
+    assert _problems(root, shims) == ["shim: high.user:1 imports low.old, moved to high.new"]

@@ -12,11 +12,11 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from devtools.sample_catalog import load_truth
 from gpu_service.local import LocalInference
 from gpu_service.priority import PriorityKey
 from jobs.catalog import read_catalog
 from jobs.ledger import JobKind
-from jobs.sample_catalog import load_truth
 from reelgen.catalog_entry import CatalogEntry
 from reelgen.settings import Settings
 from storage.fetch import Fetcher

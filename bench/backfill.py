@@ -77,9 +77,7 @@ def ack_consume(redis_url: str, stop_file: str, lease_s: float = 3600) -> None:
                 for raw in raws:
                     _name, (job_id, item_id, token) = decode(raw)
                     ledger.start(job_id, item_id, lease_s, token)
-                    ledger._settle(
-                        keys=ledger._settle_keys(job_id), args=[item_id, "done", "", ""], client=pipe
-                    )
+                    ledger.queue_finish(pipe, job_id, item_id)
                 pipe.execute()
             break
         if not got:

@@ -26,7 +26,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("services", ("storage", "gpu_service", "monitoring")),
     ("media", ("workers",)),
     ("orchestration", ("jobs", "monitoring.report")),
-    ("tasks", ("workers.tasks",)),
+    ("tasks", ("workers.tasks", "workers.fanin")),
     ("entry points", ("jobs.cli", "jobs.cli_args", "monitoring.flower", "devtools")),
 )
 

@@ -51,7 +51,7 @@ def create_nightly(
             job_id=job_id,
         )
     except BaseException:
-        ledger.redis.delete(f"rg:schedule:{SCHEDULE_NAME}:{date}")  # let the next fire try again
+        ledger.release_logical_date(SCHEDULE_NAME, date)  # let the next fire try again
         raise
     log.info("nightly job %s registered for %s", job.id, date)
     return job, True

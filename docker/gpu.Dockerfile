@@ -19,7 +19,7 @@ WORKDIR /src
 # exactly the locked versions, checked against their hashes (make lock writes the file)
 COPY requirements.lock ./
 RUN /opt/reelgen/bin/pip install --require-hashes --no-deps -r requirements.lock
-# NVML bindings: the daemon's GPU utilisation gauge reads them (gpu_service/daemon.py)
+# NVML bindings: the daemon's GPU utilisation gauge reads them (gpu_service/device.py)
 ARG NVIDIA_ML_PY_VERSION=13.615.71
 RUN /opt/reelgen/bin/pip install --no-deps "nvidia-ml-py==${NVIDIA_ML_PY_VERSION}"
 COPY pyproject.toml README.md ./

@@ -24,9 +24,8 @@ import pytest
 import torch
 from torch import Tensor
 
-from gpu_service import registry
+from gpu_service import engine, registry
 from gpu_service.client import InferenceClient, wait_until_ready
-from gpu_service.daemon import Daemon
 from gpu_service.local import LocalInference
 from gpu_service.models.clip_scorer import (
     IMAGE_CENTRE,
@@ -173,13 +172,13 @@ def _run(
 ) -> dict[str, npt.NDArray[np.float32]]:
     """The daemon's own batching path: several requests in one model call."""
     with torch.inference_mode():
-        out = Daemon._forward(
+        out = engine.forward(
             model,
             [torch.from_numpy(f) for f in frames],
             [{k: torch.from_numpy(v) for k, v in c.items()} for c in contexts],
             bucket,
         )
-    return Daemon._outputs_to_host(out)
+    return engine.outputs_to_host(out)
 
 
 def test_frame_equal_to_the_main_image_outscores_unrelated_frames(clip_dir: Path) -> None:

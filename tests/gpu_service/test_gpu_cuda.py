@@ -15,9 +15,10 @@ import numpy as np
 import pytest
 import torch
 
+from gpu_service import engine
 from gpu_service.client import InferenceClient
-from gpu_service.daemon import Daemon
 from gpu_service.priority import PriorityKey
+from gpu_service.server import Daemon
 from reelgen.daemon_settings import DaemonSettings
 
 pytestmark = pytest.mark.gpu
@@ -55,7 +56,7 @@ def test_the_pool_is_page_locked_and_results_match_the_cpu(cuda_daemon: Daemon) 
         out = client.infer("echo_stats", f, KEY)
         np.testing.assert_allclose(out["mean"], f.reshape(5, -1, 3).mean(1) / 255, atol=1e-5)
         gpu = client.infer("clip_vit_b16_image", f, KEY, context={"image": f[0]})
-    cpu = Daemon._forward(
+    cpu = engine.forward(
         cuda_daemon._models["clip_vit_b16_image"].module.to("cpu"),
         [torch.from_numpy(f)],
         [{"image": torch.from_numpy(f[0])}],

@@ -675,7 +675,7 @@ def test_the_environment_reaches_the_daemon_through_settings_json(sock_dir: Path
 
 
 def test_stop_ends_every_daemon_thread(sock_dir: Path) -> None:
-    from gpu_service.daemon import Daemon
+    from gpu_service.server import Daemon
 
     daemon = Daemon(DaemonSettings(socket_path=sock_dir / "s.sock", device="cpu", models=("probe",), slots=2))
     daemon.start()

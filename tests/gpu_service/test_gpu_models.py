@@ -15,8 +15,7 @@ import pytest
 import torch
 from torch import Tensor
 
-from gpu_service import registry
-from gpu_service.daemon import Daemon
+from gpu_service import engine, registry
 from gpu_service.models.basic import Probe
 from gpu_service.registry import InferenceModel, Span, register
 from reelgen.digests import file_digest
@@ -49,13 +48,13 @@ def run(
     model: InferenceModel, frames: list[np.ndarray], contexts: list[dict[str, np.ndarray]], bucket: int
 ) -> dict[str, np.ndarray]:
     with torch.inference_mode():
-        out = Daemon._forward(
+        out = engine.forward(
             model,
             [torch.from_numpy(f) for f in frames],
             [{k: torch.from_numpy(v) for k, v in c.items()} for c in contexts],
             bucket,
         )
-    return Daemon._outputs_to_host(out)
+    return engine.outputs_to_host(out)
 
 
 def test_clip_encoder_is_vit_b16_sized_and_deterministic(clip: registry.LoadedModel) -> None:

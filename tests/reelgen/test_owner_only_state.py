@@ -156,7 +156,7 @@ def test_a_planted_segment_name_is_skipped_for_a_fresh_one(
 def test_the_daemon_starts_past_planted_names_and_binds_its_socket_owner_only(
     sock_dir: Path, planted: list[Path], monkeypatch: pytest.MonkeyPatch, umask: int
 ) -> None:
-    from gpu_service.daemon import Daemon
+    from gpu_service.server import Daemon
 
     _plant(planted, f"{shm.PREFIX}-{os.getuid()}-{_dead_pid()}-0badc0de")
     _plant(planted, f"{shm.PREFIX}-{os.getuid()}-{os.getpid()}-planted0")

@@ -23,3 +23,22 @@ def test_no_upward_import_and_no_cycle() -> None:
 
 def test_the_command_line_check_passes_on_the_tree() -> None:
     assert imports.main(["--check", "--root", str(ROOT)]) == 0
+
+
+#: helpers outside tests/support/ that tests may import: the real-media list (the Makefile's fetch and the
+#: localiser's tests name it there) and the framing tests' support module, kept with the framing tests
+TEST_HELPERS = ("tests.real_media", "tests.test_framing_support")
+
+
+def test_tests_import_helpers_never_other_test_modules() -> None:
+    tests = ROOT / "tests"
+    known = {imports.module_name(ROOT, path) for path in tests.rglob("*.py")}
+    wrong = []
+    for path in sorted(tests.rglob("*.py")):
+        name = imports.module_name(ROOT, path)
+        if name.startswith("tests.support") or name in TEST_HELPERS:
+            continue
+        for edge in imports.imports_of(name, path.read_text(), path.name == "__init__.py", known):
+            if not (edge.target.startswith("tests.support") or edge.target in TEST_HELPERS):
+                wrong.append(f"{edge.source}:{edge.line} imports {edge.target}")
+    assert wrong == []

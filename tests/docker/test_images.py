@@ -18,7 +18,7 @@ from gpu_service import daemon as gpu_daemon
 from jobs import cli
 from monitoring import health
 from reelgen.daemon_settings import DaemonSettings
-from tests.helm.test_helm import CHART, GPU_VALUES, all_containers, render
+from tests.support.helm import CHART, GPU_VALUES, all_containers, render
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCKER = ROOT / "docker"

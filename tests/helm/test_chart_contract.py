@@ -28,7 +28,6 @@ import secrets
 import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -47,7 +46,8 @@ import yaml
 from moto.server import ThreadedMotoServer
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.helm.test_helm import CHART, CPU_VALUES, GPU_VALUES, Obj, merge
+from tests.support.helm import CHART, CPU_VALUES, GPU_VALUES, Obj, merge
+from tests.support.net import free_port
 
 helm = pytest.importorskip("helm_python")
 
@@ -62,12 +62,6 @@ PROBE_WAIT_S = 240.0
 MAX_GRACE_S = 60.0
 SCENARIOS = {"default": {}, "gpu": GPU_VALUES, "cpu": CPU_VALUES}
 PROBES = ("startupProbe", "readinessProbe", "livenessProbe")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass

@@ -31,7 +31,7 @@ from jobs.submit import submit_catalog_job
 from reelgen.catalog_entry import CatalogEntry
 from reelgen.errors import BadCatalogLine, CatalogError
 from reelgen.settings import SourcePolicy, load_settings
-from tests.jobs.test_jobs_dispatcher import Consumer, drive, make_settings, write_catalog
+from tests.support.dispatch import Consumer, drive, make_settings, write_catalog
 from tests.support.media import make_code_video
 from workers import tasks
 

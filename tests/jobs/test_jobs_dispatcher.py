@@ -10,7 +10,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -19,81 +18,23 @@ from typing import Any
 import pytest
 import redis
 
-from bench.backfill import ack_consume, queue_keys
+from bench.backfill import queue_keys
 from jobs import results_index
-from jobs.celery_app import app, configure
+from jobs.celery_app import app
 from jobs.dispatcher import Dispatcher
 from jobs.ledger import JobAction, JobKind, JobState, Ledger, Reprocess
 from jobs.redis_server import EmbeddedRedis
 from jobs.results_index import GONE_PREFIX, read_index
 from jobs.submit import submit_catalog_job
-from reelgen.settings import Settings, load_settings
 from storage.store import LocalStore
+from tests.support.dispatch import Consumer, drive, make_settings, write_catalog
 
 REELGEN = str(Path(sys.executable).with_name("reelgen"))
-
-
-def write_catalog(path: Path, ids: list[str], version: str = "1", extra_lines: tuple[str, ...] = ()) -> Path:
-    # sources where a backfill's come from (no job here fetches them: the consumer only acks)
-    lines = [
-        json.dumps(
-            {
-                "item_id": i,
-                "video": f"s3://media/{i}.mp4",
-                "image": f"s3://media/{i}.jpg",
-                "title": i,
-                "version": version,
-            }
-        )
-        for i in ids
-    ]
-    path.write_text("\n".join([*lines, *extra_lines]) + "\n")
-    return path
 
 
 DUPLICATE = json.dumps(
     {"item_id": "sku-001", "video": "s3://media/x.mp4", "image": "s3://media/x.jpg", "title": "again"}
 )
-
-
-def make_settings(tmp_path: Path, server: EmbeddedRedis, **extra: Any) -> Settings:
-    values: dict[str, Any] = {
-        "redis_url": server.url,
-        "state_dir": str(tmp_path / "state"),
-        "out": str(tmp_path / "out"),
-        "dispatch_poll_s": 0.01,
-        "reaper_interval_s": 3600,
-        "index_flush_s": 0.05,
-        "max_in_flight": 5,
-    }
-    values.update(extra)
-    settings = load_settings(**values)
-    configure(app, settings)
-    return settings
-
-
-class Consumer:
-    """The ack-only consumer in a thread: takes every prepare message and settles its item."""
-
-    def __init__(self, url: str, stop_file: Path) -> None:
-        self.stop_file = stop_file
-        self.thread = threading.Thread(target=ack_consume, args=(url, str(stop_file)), daemon=True)
-
-    def __enter__(self) -> Consumer:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.stop_file.touch()
-        self.thread.join(5)
-
-
-def drive(dispatcher: Dispatcher, until: Callable[[], bool], timeout_s: float = 30) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not until():
-        assert time.monotonic() < deadline, "timed out"
-        if not dispatcher.tick():
-            time.sleep(0.01)
 
 
 def finished(ledger: Ledger, job_id: str) -> Callable[[], bool]:

@@ -11,7 +11,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,8 @@ from jobs.runner import local_daemon_settings
 from jobs.submit import submit_retry
 from reelgen.catalog_entry import CatalogEntry
 from reelgen.settings import load_settings
-from tests.conftest import index_results
+from tests.support.ledger import index_results
+from tests.support.services import spawn, wait
 
 REELGEN = str(Path(sys.executable).with_name("reelgen"))
 CRASH_TASK = "reelgen.test_crash"
@@ -41,20 +42,8 @@ def crash(self: Task, job_id: str, item_id: str) -> None:
     _guarded(self, job_id, item_id, lambda ctx, entry: os._exit(1))
 
 
-def spawn(command: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
-    with open(log, "wb") as errors:  # the child keeps its own copy of the descriptor
-        return subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=errors)
-
-
 def cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([REELGEN, *args], env=env, capture_output=True, text=True, timeout=120)
-
-
-def wait(until: Callable[[], bool], timeout_s: float = 120, what: str = "") -> None:
-    deadline = time.monotonic() + timeout_s
-    while not until():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.2)
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import redis
 
 from jobs.ledger import ItemState, JobAction, JobKind, JobState, Ledger
 from reelgen.errors import JobNotFound, JobStateError
-from tests.conftest import index_results
+from tests.support.ledger import index_results
 
 
 def _job(ledger: Ledger) -> str:

@@ -20,7 +20,6 @@ import pytest
 import redis
 from celery import Celery
 from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.parser import text_string_to_metric_families
 from pydantic import SecretStr
 
 from gpu_service.metrics import DaemonMetrics
@@ -30,20 +29,11 @@ from jobs.redis_server import EmbeddedRedis
 from monitoring import metrics
 from monitoring.exporter import MetricsServer
 from reelgen.settings import Settings
-from tests.conftest import index_results
+from tests.support.ledger import index_results
+from tests.support.metrics import samples
 
 ROOT = Path(__file__).resolve().parents[2]
 DASHBOARD = ROOT / "helm" / "reelgen" / "dashboards" / "reelgen.json"
-Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
-
-
-def samples(text: str) -> Samples:
-    """{(sample name, sorted labels): value} through the real exposition parser."""
-    out: Samples = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            out[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
-    return out
 
 
 def promtool_check(text: str) -> None:

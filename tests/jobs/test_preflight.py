@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -17,6 +16,7 @@ import pytest
 
 from jobs.preflight import check_store
 from storage.s3 import make_client
+from tests.support.net import free_port
 
 REELGEN = str(Path(sys.executable).with_name("reelgen"))
 #: generous for a loaded machine: what is measured is "seconds, not a loop"
@@ -34,12 +34,6 @@ def catalog(tmp_path: Path) -> Path:
     path = tmp_path / "catalog.jsonl"
     path.write_text(json.dumps({"item_id": "a", "video": "v.mp4", "image": "i.png", "title": "t"}) + "\n")
     return path
-
-
-def closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def env_for(tmp_path: Path, **extra: str) -> dict[str, str]:
@@ -151,7 +145,7 @@ def test_a_catalog_that_is_not_there_is_refused_at_once(tmp_path: Path) -> None:
 
 
 def test_a_redis_that_does_not_answer_is_refused_at_once(tmp_path: Path, catalog: Path) -> None:
-    env = env_for(tmp_path, REELGEN_REDIS_URL=f"redis://127.0.0.1:{closed_port()}/0")
+    env = env_for(tmp_path, REELGEN_REDIS_URL=f"redis://127.0.0.1:{free_port()}/0")
     out = str(tmp_path / "out")
     for args in (
         ["run", str(catalog), "--out", out],

@@ -16,7 +16,7 @@ import pytest
 
 from jobs.redis_server import EmbeddedRedis
 from jobs.services import BrokerLink, LoopProgress
-from tests.monitoring.test_flower import free_port
+from tests.support.net import free_port
 
 REELGEN = str(Path(sys.executable).with_name("reelgen"))
 

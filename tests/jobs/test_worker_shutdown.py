@@ -27,7 +27,7 @@ from jobs.prefork import freeze_before_fork
 from jobs.redis_server import EmbeddedRedis
 from jobs.worker_shutdown import StopIdlePoolPromptly, WakeOnShutdown, exit_pool_child
 from reelgen.settings import load_settings
-from tests.jobs.test_jobs_service_e2e import spawn, wait
+from tests.support.services import spawn, wait
 
 SLOW_TASK = "reelgen.test_slow_touch"
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import base64
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -25,6 +24,7 @@ from monitoring.flower import ALLOW_FLAG, flower_argv
 from reelgen.errors import ConfigError
 from reelgen.flower_settings import FlowerSettings
 from reelgen.settings import Settings
+from tests.support.net import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 REELGEN = str(Path(sys.executable).with_name("reelgen"))
@@ -89,12 +89,6 @@ def test_malformed_credentials_are_refused_without_echoing_them(value: str) -> N
 
 
 # --- end to end -----------------------------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def api(port: int, path: str, password: str = PASSWORD) -> Any:

@@ -18,7 +18,7 @@ from celery import Celery
 from jobs.celery_app import celery_url
 from jobs.redis_server import EmbeddedRedis
 from monitoring.metrics import count_item, install_worker_metrics, observe_stage
-from tests.jobs.test_metrics import samples
+from tests.support.metrics import samples
 
 ROOT = Path(__file__).resolve().parents[2]
 _PORT_VAR = "REELGEN_TEST_WORKER_METRICS_PORT"
@@ -36,7 +36,7 @@ def settle(error: str) -> None:
 
 
 def test_prefork_worker_exports_the_sum_of_its_children(redis_server: EmbeddedRedis, tmp_path: Path) -> None:
-    from tests.monitoring.test_flower import free_port
+    from tests.support.net import free_port
 
     port = free_port()
     samples_dir = tmp_path / "samples"

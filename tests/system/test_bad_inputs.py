@@ -1,4 +1,4 @@
-"""Issue #9, part 2: a corpus of bad inputs, generated here, run as ONE `reelgen run` next to one normal item.
+"""Hostile input, part 2: a corpus of bad inputs, generated here, run as ONE `reelgen run` next to one normal item.
 
 Every item either succeeds or fails its own item with a named error; none crashes a worker or hangs the run.
 Limits are set small through the environment so "beyond the limit" inputs stay small.
@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -29,19 +28,12 @@ from tests.support.faults import (
     write_video,
 )
 from tests.support.media import make_code_video
+from tests.support.net import free_port
 
 DONE = "done"
 MAX_PIXELS = 320 * 320  # 320x180 and 180x320 fit; 640x360 does not
 MAX_DURATION_S = 5.0
 MAX_SOURCE_BYTES = 2 * 2**20
-
-
-def closed_port() -> int:
-    """A loopback port nothing listens on (bound, then released)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-    return port
 
 
 @dataclass
@@ -108,7 +100,7 @@ def build_corpus(folder: Path) -> Corpus:
     item("missing-video", "SourceNotFound", v / "nothing-here.mp4")
     item("missing-image", "SourceNotFound", normal, folder / "no-such-image.png")
     item("corrupt-image", "ImageError", normal, folder / "corrupt.png")
-    item("loopback-url", "ForbiddenSource", f"http://127.0.0.1:{closed_port()}/x.mp4")
+    item("loopback-url", "ForbiddenSource", f"http://127.0.0.1:{free_port()}/x.mp4")
     item("metadata-url", "ForbiddenSource", "http://169.254.169.254/latest/meta-data/x.mp4")
     item("private-url", "ForbiddenSource", "http://10.1.2.3/x.mp4")
     item("ftp-url", "ForbiddenSource", "ftp://example.com/x.mp4")

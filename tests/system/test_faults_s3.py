@@ -1,4 +1,4 @@
-"""Issue #9: S3 answering 500/503 or slowly, through a fault-injecting proxy on 127.0.0.1 in front of a real
+"""Faults: S3 answering 500/503 or slowly, through a fault-injecting proxy on 127.0.0.1 in front of a real
 S3 protocol server (moto): requests are retried, then fail with a named error; a flaky store still gets the
 item's clips and manifest, a broken one fails the item with StorageError and writes no manifest."""
 

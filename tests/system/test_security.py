@@ -1,4 +1,4 @@
-"""Issue #9, part 3: nothing let in, nothing given away.
+"""Hostile input, part 3: nothing let in, nothing given away.
 
 Covered here: item ids cannot escape the output prefix; no credential (Redis password, AWS secret, Flower
 password, a URL's user info or signature) appears in `reelgen config --show`, `reelgen status`, the run's
@@ -40,13 +40,13 @@ from tests.support.faults import (
     base_env,
     catalog_line,
     manifests,
+    redis_server,
     run_reelgen,
     summary_failures,
     write_image,
     write_video,
 )
-from tests.system.test_bad_inputs import closed_port
-from tests.system.test_faults import redis_server
+from tests.support.net import free_port
 
 ESCAPES = [
     "..",
@@ -122,7 +122,7 @@ def test_no_credential_appears_in_config_status_output_logs_or_manifests(
     write_video(served / "v.mp4", seconds=2.0)
     image = write_image(tmp_path / "main.png")
     signed = f"http://user:{URL_PASSWORD}@127.0.0.1:{port}/v.mp4?X-Amz-Signature={URL_SIGNATURE}"
-    dead = f"http://user:{URL_PASSWORD}@127.0.0.1:{closed_port()}/x.mp4?X-Amz-Signature={URL_SIGNATURE}"
+    dead = f"http://user:{URL_PASSWORD}@127.0.0.1:{free_port()}/x.mp4?X-Amz-Signature={URL_SIGNATURE}"
     catalog = tmp_path / "catalog.jsonl"
     catalog.write_text(
         catalog_line("signed", signed, image) + "\n" + catalog_line("dead", dead, image) + "\n"

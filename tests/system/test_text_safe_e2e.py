@@ -1,4 +1,4 @@
-"""Issue #6 end to end on generated videos: window → signals from detection → plan → render, checked against the
+"""Text-safe framing end to end on generated videos: window → signals from detection → plan → render, checked against the
 generator's truth (captions never cut, subject inside, smooth, same moment) and by OCR on the output frames."""
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ memcpy: one plain copy of the same bytes into a buffer that was already written 
 queue:  the same array through a multiprocessing.Queue to another process, which acknowledges with a small message.
 
 Run: .venv/bin/python bench/staging.py [--repeats N]; the last line is JSON.
-Targets (DESIGN.md §8, issue #4): shm_over_memcpy <= 1.5, queue_over_shm >= 10.
+Targets (docs/architecture.md, Contracts): shm_over_memcpy <= 1.5, queue_over_shm >= 10.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Streaming catalog readers (JSONL or CSV) and the catalog-line contract of DESIGN.md §5.
+"""Streaming catalog readers (JSONL or CSV) and the catalog-line contract (docs/architecture.md, Contracts).
 
 A catalog comes from sellers. Whatever a line holds, it becomes an entry or fails alone, with its line number:
 a line is read in chunks of at most MAX_LINE_BYTES (a gigabyte without a newline costs no more memory than one

@@ -1,7 +1,7 @@
 """`reelgen run`: register a job, dispatch its catalog, run local workers, wait, summarise; and the same for a
 retry of a local run's failures (`reelgen retry` without a shared Redis).
 
-Exit status (DESIGN.md §5): 0 all items done, 1 some failed, 2 usage or configuration error.
+Exit status (a contract: docs/architecture.md): 0 all items done, 1 some failed, 2 usage or configuration error.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ import pytest
 from gpu_service import registry
 from gpu_service.local import LocalInference
 from gpu_service.models.text_detect import builtin_model_path
-from gpu_service.priority import PriorityKey
+from gpu_service.scheduler import PriorityKey
 from reelgen.digests import file_digest
 from reelgen.errors import ConfigError
 from workers.framing import Box

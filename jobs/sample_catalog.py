@@ -1,4 +1,4 @@
-"""Moved to devtools/sample_catalog.py (a developer tool, not orchestration). This name stays for callers outside
+"""Moved to devtools/sample_catalog/ (a developer tool, not orchestration). This name stays for callers outside
 the packages that still import it here; the import guard lets a shim import only its new home and lets nothing
 in the packages import a shim."""
 

@@ -33,9 +33,10 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from jobs.celery_app import QUEUE, app, configure  # noqa: E402
+from jobs.celery_app import app, configure  # noqa: E402
 from jobs.dispatcher import Dispatcher  # noqa: E402
 from jobs.ledger import JobKind, Ledger  # noqa: E402
+from jobs.queues import QUEUE  # noqa: E402
 from jobs.redis_server import EmbeddedRedis  # noqa: E402
 from jobs.submit import submit_catalog_job  # noqa: E402
 from reelgen.settings import Settings, load_settings  # noqa: E402
@@ -76,9 +77,7 @@ def ack_consume(redis_url: str, stop_file: str, lease_s: float = 3600) -> None:
                 for raw in raws:
                     _name, (job_id, item_id, token) = decode(raw)
                     ledger.start(job_id, item_id, lease_s, token)
-                    ledger._settle(
-                        keys=ledger._settle_keys(job_id), args=[item_id, "done", "", ""], client=pipe
-                    )
+                    ledger.queue_finish(pipe, job_id, item_id)
                 pipe.execute()
             break
         if not got:

@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from gpu_service.client import InferenceClient, wait_until_ready  # noqa: E402
-from gpu_service.scheduler import PriorityKey  # noqa: E402
+from gpu_service.priority import PriorityKey  # noqa: E402
 
 MODEL = "clip_vit_b16_image"
 
@@ -113,7 +113,7 @@ class Direct:
         import torch
 
         from gpu_service import registry
-        from gpu_service.daemon import resolve_device
+        from gpu_service.device import resolve_device
 
         torch.set_num_threads(threads)
         self.device = resolve_device(device)
@@ -124,15 +124,15 @@ class Direct:
         import numpy as np
         import torch
 
-        from gpu_service.daemon import Daemon
+        from gpu_service import engine
 
         frames = np.random.default_rng(0).integers(0, 256, (batch, size, size, 3), dtype=np.uint8)
         host = torch.from_numpy(frames)
 
         def once() -> None:
             with torch.inference_mode():
-                out = Daemon._forward(self.model, [host.to(self.device)], [{}], batch)
-                Daemon._outputs_to_host(out)
+                out = engine.forward(self.model, [host.to(self.device)], [{}], batch)
+                engine.outputs_to_host(out)
 
         once()
         t0 = time.perf_counter()

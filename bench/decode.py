@@ -20,7 +20,7 @@ from typing import Any
 import av
 import cv2
 
-from jobs.sample_catalog import write_sample_catalog
+from devtools.sample_catalog import write_sample_catalog
 from monitoring.machine import machine_lines
 from workers.scoring import ANALYSIS_WIDTH
 from workers.segments import Segment, plan_segments

@@ -34,14 +34,15 @@ import cv2
 import numpy as np
 import psutil
 
+from devtools.sample_catalog import write_sample_catalog
 from gpu_service.local import LocalInference
-from gpu_service.scheduler import PriorityKey
+from gpu_service.priority import PriorityKey
 from gpu_service.usage import DaemonUsage
-from jobs.catalog import CatalogEntry, read_catalog
+from jobs.catalog import read_catalog
 from jobs.ledger import JobKind
 from jobs.runner import run_catalog
-from jobs.sample_catalog import write_sample_catalog
 from monitoring.machine import machine_lines
+from reelgen.catalog_entry import CatalogEntry
 from reelgen.settings import OutputConfig, Settings, load_settings
 from storage.fetch import Fetcher
 from workers.framing import CropPath, CropRect, aspect_size
@@ -140,6 +141,7 @@ def naive_item(
     out: Path,
     clock: StageClock,
     model: LocalInference,
+    settings: Settings,
     opener: Fetcher,
 ) -> None:
     video = Path(entry.video)
@@ -147,13 +149,13 @@ def naive_item(
         info = source.info
     with clock.stage("analyse"):
         frames = read_every_frame(video, info, config.sample_fps)
-        template = product_template(load_image(Path(entry.image), opener.settings.max_image_pixels))
+        template = product_template(load_image(Path(entry.image), settings.max_image_pixels))
         key = PriorityKey(0.0, 0.0)
         samples = score_samples(model, frames, template, key, info)
         # the same text detection (the daemon's model, run in process), saliency and crop planner as reelgen's
         # select stage
         chosen = choose(info, samples, config)
-        decoding = replace(Decoding.from_settings(opener.settings), threads=CODEC_THREADS)
+        decoding = replace(Decoding.from_settings(settings), threads=CODEC_THREADS)
         analysis = frame_window(entry, info, chosen, opener, model, key, config, decoding)
     with clock.stage("render"):
         for pair in config.aspect_pairs:
@@ -173,14 +175,15 @@ def run_in_process(
     clock = StageClock()
     # the same scorer as the daemon's, run in this process, as the seed's naive design did
     model = LocalInference()
-    opener = Fetcher(load_settings())
+    settings = load_settings()
+    opener = Fetcher(settings)
     cpu0, wall0 = time.process_time(), time.perf_counter()
     if threads == 1:
         for entry in entries:
-            naive_item(entry, config, out, clock, model, opener)
+            naive_item(entry, config, out, clock, model, settings, opener)
     else:
         with ThreadPoolExecutor(threads) as pool:
-            list(pool.map(lambda e: naive_item(e, config, out, clock, model, opener), entries))
+            list(pool.map(lambda e: naive_item(e, config, out, clock, model, settings, opener), entries))
     return time.perf_counter() - wall0, time.process_time() - cpu0, clock
 
 

@@ -8,7 +8,7 @@ memcpy: one plain copy of the same bytes into a buffer that was already written 
 queue:  the same array through a multiprocessing.Queue to another process, which acknowledges with a small message.
 
 Run: .venv/bin/python bench/staging.py [--repeats N]; the last line is JSON.
-Targets (DESIGN.md §8, issue #4): shm_over_memcpy <= 1.5, queue_over_shm >= 10.
+Targets (docs/architecture.md, Contracts): shm_over_memcpy <= 1.5, queue_over_shm >= 10.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from gpu_service.client import InferenceClient, wait_until_ready  # noqa: E402
-from gpu_service.scheduler import PriorityKey  # noqa: E402
+from gpu_service.priority import PriorityKey  # noqa: E402
 
 SHAPE = (16, 512, 512, 3)  # 12 MiB of uint8
 

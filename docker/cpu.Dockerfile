@@ -24,6 +24,7 @@ COPY workers workers
 COPY gpu_service gpu_service
 COPY storage storage
 COPY monitoring monitoring
+COPY devtools devtools
 RUN /opt/reelgen/bin/pip install --no-deps --no-build-isolation . && /opt/reelgen/bin/pip check
 
 FROM ${PYTHON_IMAGE}

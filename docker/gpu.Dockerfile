@@ -19,7 +19,7 @@ WORKDIR /src
 # exactly the locked versions, checked against their hashes (make lock writes the file)
 COPY requirements.lock ./
 RUN /opt/reelgen/bin/pip install --require-hashes --no-deps -r requirements.lock
-# NVML bindings: the daemon's GPU utilisation gauge reads them (gpu_service/daemon.py)
+# NVML bindings: the daemon's GPU utilisation gauge reads them (gpu_service/device.py)
 ARG NVIDIA_ML_PY_VERSION=13.615.71
 RUN /opt/reelgen/bin/pip install --no-deps "nvidia-ml-py==${NVIDIA_ML_PY_VERSION}"
 COPY pyproject.toml README.md ./
@@ -29,6 +29,7 @@ COPY workers workers
 COPY gpu_service gpu_service
 COPY storage storage
 COPY monitoring monitoring
+COPY devtools devtools
 RUN /opt/reelgen/bin/pip install --no-deps --no-build-isolation .
 # The text detector on the GPU: onnxruntime's CUDA build in place of the lock's CPU build (both install the same
 # `onnxruntime` module, so one must go), pinned; its dependencies are the CPU build's, already locked. `pip check`

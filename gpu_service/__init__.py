@@ -5,7 +5,7 @@ Importing this package (or its client) never imports torch; only the daemon and 
 """
 
 from gpu_service.client import InferenceClient
-from gpu_service.config import DaemonSettings
-from gpu_service.scheduler import PriorityKey
+from gpu_service.priority import PriorityKey
+from reelgen.daemon_settings import DaemonSettings
 
 __all__ = ["DaemonSettings", "InferenceClient", "PriorityKey"]

@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gpu_service import protocol
-from gpu_service.scheduler import PriorityKey
+from gpu_service.priority import PriorityKey
 from gpu_service.shm import Segment, align
 from reelgen.errors import DaemonUnavailable, InferenceError, InferenceRejected
 

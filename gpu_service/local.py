@@ -14,8 +14,8 @@ import numpy.typing as npt
 import torch
 
 from gpu_service import registry
+from gpu_service.priority import PriorityKey
 from gpu_service.registry import LoadedModel, Span
-from gpu_service.scheduler import PriorityKey
 
 
 class LocalInference:

@@ -35,7 +35,7 @@ from urllib.parse import unquote, urlparse
 import torch
 from torch import Tensor, nn
 
-from gpu_service.weights import file_digest
+from reelgen.digests import file_digest
 from reelgen.errors import ConfigError
 
 BUILTIN_MODULES = (

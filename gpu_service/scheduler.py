@@ -24,19 +24,10 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+# re-exported: workers/saliency.py and the framing, saliency and text tests still import it from here
+from gpu_service.priority import PriorityKey as PriorityKey
+
 T = TypeVar("T")
-
-
-@dataclass(frozen=True, order=True)
-class PriorityKey:
-    """Where a request stands; the daemon adds the arrival order itself."""
-
-    job_submitted_at: float
-    item_first_request_at: float
-
-    def __post_init__(self) -> None:
-        if not (math.isfinite(self.job_submitted_at) and math.isfinite(self.item_first_request_at)):
-            raise ValueError(f"priority key {self} must be finite")
 
 
 @dataclass(eq=False)

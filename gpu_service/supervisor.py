@@ -13,7 +13,7 @@ from pathlib import Path
 from types import TracebackType
 
 from gpu_service.client import ping_or_none
-from gpu_service.config import DaemonSettings
+from reelgen.daemon_settings import DaemonSettings
 from reelgen.errors import DaemonUnavailable
 from reelgen.processes import ChildProcess
 

@@ -1,5 +1,5 @@
 """How much a daemon has served since it became ready, read from its status: for the end of a run and the
-headline benchmark (the GPU-busy fraction and mean batch size #3 asks for; on the CPU, the compute thread's)."""
+headline benchmark (the GPU-busy fraction and mean batch size; on the CPU, the compute thread's)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Streaming catalog readers (JSONL or CSV) and the catalog-line contract of DESIGN.md §5.
+"""Streaming catalog readers (JSONL or CSV) and the catalog-line contract (docs/architecture.md, Contracts).
 
 A catalog comes from sellers. Whatever a line holds, it becomes an entry or fails alone, with its line number:
 a line is read in chunks of at most MAX_LINE_BYTES (a gigabyte without a newline costs no more memory than one
@@ -14,11 +14,12 @@ import json
 import logging
 import re
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, ClassVar
 from urllib.parse import urlparse
 
+from reelgen.catalog_entry import CatalogEntry
 from reelgen.errors import BadCatalogLine, BadItemId, CatalogError, ReelgenError
 from reelgen.names import did_you_mean, nearest, shown
 from reelgen.settings import SourcePolicy
@@ -54,23 +55,6 @@ def check_item_id(item_id: object) -> str:
             f"item id {repr(item_id)[:140]} must match ^[A-Za-z0-9][A-Za-z0-9._-]{{0,127}}$ (it becomes a storage path)"
         )
     return item_id
-
-
-@dataclass(frozen=True)
-class CatalogEntry:
-    item_id: str
-    video: str
-    image: str
-    title: str
-    description: str = ""
-    version: str = ""
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> CatalogEntry:
-        return cls(**data)
 
 
 @dataclass(frozen=True)

@@ -16,19 +16,12 @@ from kombu.exceptions import OperationalError
 
 from jobs import prefork  # noqa: F401  (connects its signal receiver)
 from jobs.cron import beat_schedule
+from jobs.queues import PRIORITIES, QUEUE, SEP, TASK_MODULES
 from jobs.worker_shutdown import StopIdlePoolPromptly, WakeOnShutdown
 from monitoring.logging_setup import prepare_handler
 from reelgen.errors import ConfigError
 from reelgen.processes import exit_with_parent
 from reelgen.settings import Settings, load_settings
-
-QUEUE = "reelgen"
-# Redis-transport priorities: 0 is served first. Later stages outrank first stages so that items already under
-# way finish before new ones start (the seed's first-come-first-served, inside the broker).
-PRIORITY_PREPARE = 6
-PRIORITY_SAMPLE = 4
-PRIORITY_SELECT = 2
-PRIORITY_RENDER = 0
 
 BROKER_POLL_S = 0.25
 
@@ -39,7 +32,7 @@ MAX_RETRY_COUNTDOWN_S = 60
 # OperationalError, redis-py its own commands as ConnectionError/TimeoutError. Nothing is wrong with any item.
 REDIS_UNAVAILABLE = (redis.ConnectionError, redis.TimeoutError, OperationalError)
 
-app = Celery("reelgen", include=["workers.tasks", "jobs.schedule"])
+app = Celery("reelgen", include=list(TASK_MODULES))
 app.steps["worker"].add(WakeOnShutdown)
 app.steps["worker"].add(StopIdlePoolPromptly)
 
@@ -102,8 +95,8 @@ def configure(celery: Celery, settings: Settings) -> None:
         worker_hijack_root_logger=False,
         broker_connection_retry_on_startup=True,
         broker_transport_options={
-            "priority_steps": list(range(10)),
-            "sep": ":",
+            "priority_steps": list(PRIORITIES),
+            "sep": SEP,
             "queue_order_strategy": "priority",
             # the BRPOP timeout: a worker's shutdown waits for its outstanding BRPOP to return (its reply may
             # carry a message that must be restored), on average half of this; the default 1 s cost every

@@ -250,7 +250,7 @@ def _cmd_gpu_daemon(args: argparse.Namespace) -> int:
 
 
 def _cmd_sample_catalog(args: argparse.Namespace) -> int:
-    from jobs.sample_catalog import write_sample_catalog
+    from devtools.sample_catalog import write_sample_catalog
 
     catalog = write_sample_catalog(
         Path(args.dir),
@@ -264,7 +264,7 @@ def _cmd_sample_catalog(args: argparse.Namespace) -> int:
 
 
 def _cmd_eval_highlights(args: argparse.Namespace) -> int:
-    from jobs.evaluation import evaluate, report
+    from devtools.evaluation import evaluate, report
 
     results = list(evaluate(load_settings(), Path(args.catalog)))
     print(report(results, as_json=args.json))

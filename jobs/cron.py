@@ -6,10 +6,10 @@ from datetime import UTC, datetime, timedelta
 
 from celery.schedules import crontab
 
+from jobs.queues import NIGHTLY_TASK
 from reelgen.errors import ConfigError
 from reelgen.settings import Settings
 
-NIGHTLY_TASK = "reelgen.nightly"
 SCHEDULE_NAME = "nightly"
 
 

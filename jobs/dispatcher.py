@@ -26,6 +26,7 @@ from celery import Celery
 from jobs.celery_app import REDIS_UNAVAILABLE
 from jobs.feed import JobFeed
 from jobs.ledger import JobState, Ledger
+from jobs.ledger.keys import JobKeys
 from jobs.reaper import Reaper
 from monitoring.logging_setup import log_context
 from reelgen.errors import JobNotFound, ReelgenError
@@ -70,8 +71,8 @@ class Dispatcher:
             ids = [job_id for job_id in ids if job_id == self.only]
         with self.ledger.redis.pipeline(transaction=False) as pipe:
             for job_id in ids:
-                pipe.hlen(f"{self.ledger.job_key(job_id)}:inflight")
-                pipe.xlen(self.ledger.results_key(job_id))
+                pipe.hlen(JobKeys.of(job_id).inflight)
+                pipe.xlen(JobKeys.of(job_id).results)
             replies = [int(n) for n in pipe.execute()]
         in_flight = dict(zip(ids, replies[0::2], strict=True))
         unindexed = dict(zip(ids, replies[1::2], strict=True))

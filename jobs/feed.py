@@ -22,12 +22,13 @@ from typing import Any
 
 from celery import Celery
 
-from jobs.catalog import BadLine, CatalogEntry, line_key, read_catalog
-from jobs.celery_app import PRIORITY_PREPARE, QUEUE
+from jobs.catalog import BadLine, line_key, read_catalog
 from jobs.fingerprints import FingerprintSet, fingerprint
 from jobs.ledger import JobKind, JobRecord, Ledger
+from jobs.queues import PREPARE_TASK, PRIORITY_PREPARE, QUEUE
 from jobs.results_index import DoneCheck, IndexWriter, report_gone
 from jobs.submit import source_policy
+from reelgen.catalog_entry import CatalogEntry
 from reelgen.errors import DuplicateItemId
 from reelgen.settings import Settings
 from storage.store import ObjectStore
@@ -35,7 +36,6 @@ from storage.uri import Scheme, parse_uri
 
 log = logging.getLogger(__name__)
 
-PREPARE_TASK = "reelgen.prepare"
 # Messages sent to Redis per pipeline: Redis buffers a whole pipeline's request (~1 KB a message) while it runs
 # it, so this bounds that buffer, and with it Redis's peak memory, whatever the page size or in-flight limit.
 PUBLISH_BATCH = 64
@@ -223,21 +223,14 @@ class JobFeed:
 
     def _execute(self, page: list[Step]) -> list[int]:
         ledger, job_id, lease = self.ledger, self.job.id, self.settings.lease_s
-        base = ledger.job_key(job_id)
         with ledger.redis.pipeline(transaction=False) as pipe:
             for s in page:
                 if s.kind is StepKind.ADMIT:
-                    ledger._admit(
-                        keys=ledger.admit_keys(job_id),
-                        args=ledger.admit_args(s.key, s.entry, lease, s.line_no),
-                        client=pipe,
-                    )
+                    ledger.queue_admit(pipe, job_id, s.key, s.entry, lease, s.line_no)
                 elif s.kind is StepKind.SKIP:
-                    ledger._skip(keys=[base], args=[s.line_no or ""], client=pipe)
+                    ledger.queue_skip(pipe, job_id, s.line_no)
                 elif s.kind is StepKind.FAIL:
-                    keys = [base, f"{base}:failed", f"{base}:errors", f"{base}:results"]
-                    args = [s.key, s.error, s.message, s.line_no or "", "{}"]
-                    ledger._fail_line(keys=keys, args=args, client=pipe)
+                    ledger.queue_fail_line(pipe, job_id, s.key, s.error, s.message, s.line_no)
                 else:
                     pipe.echo("claim")  # claims run one by one below: each reads another job's state
             replies = pipe.execute()

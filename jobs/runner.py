@@ -1,7 +1,7 @@
 """`reelgen run`: register a job, dispatch its catalog, run local workers, wait, summarise; and the same for a
 retry of a local run's failures (`reelgen retry` without a shared Redis).
 
-Exit status (DESIGN.md §5): 0 all items done, 1 some failed, 2 usage or configuration error.
+Exit status (a contract: docs/architecture.md): 0 all items done, 1 some failed, 2 usage or configuration error.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from typing import TextIO
 import redis
 from pydantic import SecretStr
 
-from gpu_service.config import DaemonSettings
 from gpu_service.supervisor import DaemonProcess
 from gpu_service.usage import DaemonUsage, read_usage
 from jobs.celery_app import app, configure
@@ -30,6 +29,7 @@ from jobs.preflight import check_job, check_redis, check_store
 from jobs.submit import submit_catalog_job, submit_retry
 from jobs.worker_pool import WorkerPool
 from monitoring.progress import ProgressDisplay, Snapshot
+from reelgen.daemon_settings import DaemonSettings
 from reelgen.errors import ReelgenError
 from reelgen.private import private_dir
 from reelgen.processes import terminate

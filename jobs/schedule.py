@@ -15,8 +15,9 @@ from datetime import UTC, datetime
 import redis
 
 from jobs.celery_app import app
-from jobs.cron import NIGHTLY_TASK, SCHEDULE_NAME, last_fire, parse_cron
+from jobs.cron import SCHEDULE_NAME, last_fire, parse_cron
 from jobs.ledger import JobKind, JobRecord, Ledger, Reprocess
+from jobs.queues import NIGHTLY_TASK
 from jobs.submit import submit_catalog_job
 from reelgen.errors import ConfigError
 from reelgen.settings import Settings, load_settings
@@ -50,7 +51,7 @@ def create_nightly(
             job_id=job_id,
         )
     except BaseException:
-        ledger.redis.delete(f"rg:schedule:{SCHEDULE_NAME}:{date}")  # let the next fire try again
+        ledger.release_logical_date(SCHEDULE_NAME, date)  # let the next fire try again
         raise
     log.info("nightly job %s registered for %s", job.id, date)
     return job, True

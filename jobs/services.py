@@ -68,8 +68,8 @@ def stop_on_signals(stop: threading.Event) -> None:
 
 def run_dispatcher(settings: Settings, ledger: Ledger) -> int:
     from jobs.celery_app import app
+    from jobs.cluster_metrics import serve_metrics
     from jobs.dispatcher import Dispatcher
-    from monitoring.metrics import serve_metrics
 
     dispatcher = Dispatcher(ledger, app, settings)
     stop = threading.Event()
@@ -155,7 +155,7 @@ def run_beat(settings: Settings, argv: list[str]) -> int:
 
 
 def _broker_health(settings: Settings) -> HealthCheck:
-    from monitoring.metrics import redis_health
+    from jobs.cluster_metrics import redis_health
 
     assert settings.redis_url is not None  # the CLI refuses a service without one
     client = redis.Redis.from_url(

@@ -10,8 +10,8 @@ from typing import Any
 import redis
 from celery import Celery
 
-from jobs.celery_app import PRIORITY_PREPARE, PRIORITY_RENDER, PRIORITY_SAMPLE, PRIORITY_SELECT, QUEUE
 from jobs.ledger import JobRecord, JobState, Ledger
+from jobs.queues import PRIORITY_PREPARE, PRIORITY_RENDER, PRIORITY_SAMPLE, PRIORITY_SELECT, QUEUE
 from monitoring.progress import STAGE_LABELS, format_duration
 from reelgen.text import printable
 

@@ -126,9 +126,10 @@ def submit_retry(
 
 def plan_catalog(settings: Settings, catalog: str, reprocess: Reprocess, page: int = 1000) -> Counter[str]:
     """What a catalog job would do, without registering it: counts of process / skip / bad (a dry run)."""
-    from jobs.catalog import BadLine, CatalogEntry, read_catalog
+    from jobs.catalog import BadLine, read_catalog
     from jobs.fingerprints import FingerprintSet, fingerprint
     from jobs.results_index import DoneCheck
+    from reelgen.catalog_entry import CatalogEntry
 
     ref, _total = catalog_ref(catalog)
     check = DoneCheck(

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from types import TracebackType
 
-from jobs.celery_app import QUEUE
+from jobs.queues import QUEUE
 from reelgen.processes import ChildProcess
 
 log = logging.getLogger(__name__)

@@ -4,8 +4,8 @@
 workers send (jobs/celery_app.py turns them on); it does not show queue depth per priority sub-queue, which
 monitoring/metrics.py exports instead.
 
-Credentials come from `FlowerSettings.basic_auth` ("user:password", several separated by commas), meant to be
-nested in reelgen's Settings as the field `flower` (environment: `REELGEN_FLOWER__BASIC_AUTH`), or from an
+Credentials come from `FlowerSettings.basic_auth` ("user:password", several separated by commas;
+reelgen/flower_settings.py), nested in reelgen's Settings as the field `flower` (environment: `REELGEN_FLOWER__BASIC_AUTH`), or from an
 explicit `--basic-auth=...`/`--auth=...` in extra_args. Without any, Flower is refused unless
 `allow_unauthenticated` is set (or `--allow-unauthenticated` given): its dashboard can revoke and kill tasks.
 """
@@ -14,43 +14,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
-
 from reelgen.errors import ConfigError
+from reelgen.flower_settings import FlowerSettings
 
-if TYPE_CHECKING:  # reelgen.settings may import FlowerSettings from here to nest it: no import cycle
+if TYPE_CHECKING:
     from reelgen.settings import Settings
 
 ALLOW_FLAG = "--allow-unauthenticated"
 _AUTH_OPTIONS = ("--basic-auth", "--basic_auth", "--auth")
-
-
-class FlowerSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    basic_auth: SecretStr | None = Field(
-        default=None, description="user:password[,user:password...]; passwords may not contain ','"
-    )
-    allow_unauthenticated: bool = False
-    address: str = "0.0.0.0"
-    port: int = Field(default=5555, ge=0, le=65535)
-    url_prefix: str = ""
-    max_tasks: int = Field(default=10_000, ge=100, description="tasks Flower keeps in memory")
-    purge_offline_workers_s: int | None = Field(
-        default=600, ge=1, description="forget workers offline this long (pods come and go)"
-    )
-
-    @field_validator("basic_auth")
-    @classmethod
-    def _check_auth(cls, value: SecretStr | None) -> SecretStr | None:
-        if value is None or not value.get_secret_value():
-            return None
-        for pair in value.get_secret_value().split(","):
-            user, sep, password = pair.partition(":")
-            if not (user and sep and password):
-                # never echo the value: it holds passwords
-                raise ValueError("basic_auth must be user:password pairs separated by ',' (both non-empty)")
-        return value
 
 
 def _has_option(args: list[str], names: tuple[str, ...]) -> bool:

@@ -1,4 +1,4 @@
-"""A one-line description of the machine, printed by benchmarks before their figures (DESIGN.md §8)."""
+"""A one-line description of the machine, printed by benchmarks before their figures (docs/architecture.md, Contracts)."""
 
 from __future__ import annotations
 

@@ -120,7 +120,7 @@ class InternalError(ReelgenError):
     """An unexpected exception inside reelgen; the message carries its type and text."""
 
 
-# --- catalog operations (#7)
+# --- catalog operations
 
 
 class JobStateError(ReelgenError):
@@ -139,7 +139,7 @@ class ItemGone(ReelgenError):
     """An item with outputs no longer appears in the catalog; reported, its outputs are never deleted."""
 
 
-# --- faults and hostile input (#9)
+# --- faults and hostile input
 
 
 class DiskFull(ReelgenError):

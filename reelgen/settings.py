@@ -25,11 +25,11 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from gpu_service.config import DaemonSettings
-from gpu_service.weights import weights_digest
-from monitoring.flower import FlowerSettings
 from reelgen import PIPELINE_VERSION
+from reelgen.daemon_settings import DaemonSettings
+from reelgen.digests import weights_digest
 from reelgen.errors import ConfigError
+from reelgen.flower_settings import FlowerSettings
 
 DEFAULT_ASPECTS = ("1:1", "2:3", "3:4", "4:5", "9:16", "16:9")
 # S3's naming rule, loosened to legacy names (capitals, underscores): it is there to catch a URI given for a name
@@ -115,7 +115,7 @@ class Settings(BaseSettings):
     segment_s: float = Field(default=10.0, gt=0, description="seconds of video one sampling task covers")
     daemon: DaemonSettings = Field(default_factory=DaemonSettings)
 
-    # --- operations (#8)
+    # --- operations
     metrics_port: int | None = Field(
         default=None, ge=0, le=65535, description="a service's /metrics and /healthz port; unset: none served"
     )
@@ -178,7 +178,7 @@ class Settings(BaseSettings):
     task_time_limit_s: int = Field(default=1800, ge=10)
     task_retries: int = Field(default=3, ge=0)
 
-    # --- catalog operations (#7)
+    # --- catalog operations
     lease_s: int = Field(
         default=3600, ge=10, description="an in-flight item's lease; the reaper re-dispatches it once expired"
     )

@@ -38,7 +38,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urljoin, urlparse
 
 import requests
@@ -56,7 +56,6 @@ from reelgen.errors import (
     SourceUnreachable,
 )
 from reelgen.private import private_dir
-from reelgen.settings import Settings
 from storage.cache import NodeCache
 from storage.s3 import download_object, make_client
 from storage.uri import Scheme, Uri, parse_uri
@@ -502,12 +501,37 @@ class HttpDownloader:
         return written
 
 
+class FetchSettings(Protocol):
+    """The settings a Fetcher reads, and nothing else of the application's (reelgen.settings.Settings has them)."""
+
+    @property
+    def resolved_cache_dir(self) -> Path: ...
+    @property
+    def cache_max_bytes(self) -> int: ...
+    @property
+    def allow_private_http(self) -> bool: ...
+    @property
+    def allow_local_sources(self) -> bool | None: ...
+    @property
+    def http_timeout_s(self) -> float: ...
+    @property
+    def max_source_bytes(self) -> int: ...
+    @property
+    def download_deadline_s(self) -> float: ...
+    @property
+    def http_min_rate_bytes_s(self) -> int: ...
+    @property
+    def http_min_rate_grace_s(self) -> float: ...
+    @property
+    def http_slot_wait_s(self) -> float: ...
+
+
 class Fetcher:
     """Local files for source URIs: `with fetcher.local_path(uri) as path: ...`."""
 
     def __init__(
         self,
-        settings: Settings,
+        settings: FetchSettings,
         cache: NodeCache | None = None,
         *,
         s3_client: Any | None = None,

@@ -1,4 +1,5 @@
-"""Item manifests: the output layout of DESIGN.md §5 and the manifest as each item's commit marker."""
+"""Item manifests: the output layout (docs/architecture.md, Contracts) and the manifest as each item's commit
+marker."""
 
 from __future__ import annotations
 

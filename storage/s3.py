@@ -23,7 +23,7 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
 from reelgen.errors import SourceNotFound, SourceTooLarge, SourceTooSlow, SourceUnreachable, StorageError
-from storage.store import check_key
+from storage.keys import check_key
 
 MULTIPART_THRESHOLD = 16 * 2**20
 MAX_ATTEMPTS = 5

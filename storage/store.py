@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import BinaryIO, Protocol
 
 from reelgen.errors import StorageError
+from storage.keys import check_key
 from storage.uri import Scheme, Uri, parse_uri
 
 
@@ -72,14 +73,6 @@ def sweep_dead(folder: Path, prefix: str) -> None:
                 shutil.rmtree(stale, ignore_errors=True)
             else:
                 stale.unlink(missing_ok=True)
-
-
-def check_key(key: str) -> str:
-    """A key that cannot escape the store's root: relative, no empty, '.' or '..' segments."""
-    parts = key.split("/")
-    if not key or key.startswith("/") or any(p in ("", ".", "..") for p in parts):
-        raise StorageError(f"object key {key!r} is not a clean relative path")
-    return key
 
 
 class LocalStore:

@@ -9,7 +9,6 @@ import pytest
 import redis
 from moto.server import ThreadedMotoServer
 
-from jobs.ledger import Ledger
 from jobs.redis_server import EmbeddedRedis
 
 
@@ -25,14 +24,6 @@ def redis_client(redis_server: EmbeddedRedis) -> Iterator[redis.Redis]:
     client.flushall()
     yield client
     client.close()
-
-
-def index_results(ledger: Ledger, job_id: str) -> None:
-    """Take a job's settled results out of its stream, as the dispatcher does once it has indexed them: a job
-    completes only when none are left."""
-    results = ledger.read_results(job_id, count=10_000)
-    if results:
-        ledger.trim_results(job_id, results[-1][0])
 
 
 @pytest.fixture(scope="module")

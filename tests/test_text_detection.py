@@ -14,7 +14,7 @@ from gpu_service import registry
 from gpu_service.local import LocalInference
 from gpu_service.models.text_detect import builtin_model_path
 from gpu_service.scheduler import PriorityKey
-from gpu_service.weights import file_digest
+from reelgen.digests import file_digest
 from reelgen.errors import ConfigError
 from workers.framing import Box
 from workers.text_detection import TEXT_FPS, detect_text, refine_text_times, text_sample_times

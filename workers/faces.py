@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import cv2
 import numpy as np
 
-from gpu_service.scheduler import PriorityKey
+from gpu_service.priority import PriorityKey
 from workers.detection import detect_boxes
 from workers.framing import Box
 from workers.scoring import Inference

@@ -11,7 +11,8 @@ from typing import Any
 
 import redis
 
-PREFIX = "rg"
+from jobs.ledger.keys import JobKeys
+
 TTL_S = 24 * 3600
 
 # KEYS[1]=results hash; ARGV[1]=segment index, ARGV[2]=result json, ARGV[3]=segment count, ARGV[4]=ttl.
@@ -31,7 +32,7 @@ class SegmentResults:
 
     @staticmethod
     def _key(job_id: str, item_id: str) -> str:
-        return f"{PREFIX}:job:{job_id}:segments:{item_id}"
+        return JobKeys.of(job_id).segments(item_id)
 
     def reset(self, job_id: str, item_id: str) -> None:
         """Forget results of an earlier attempt of this item."""

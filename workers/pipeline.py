@@ -22,9 +22,9 @@ import cv2
 import numpy as np
 import PIL.Image
 
-from gpu_service.scheduler import PriorityKey
-from jobs.catalog import CatalogEntry
+from gpu_service.priority import PriorityKey
 from reelgen import PIPELINE_VERSION, __version__
+from reelgen.catalog_entry import CatalogEntry
 from reelgen.errors import DiskFull, ImageError
 from reelgen.settings import OutputConfig, Settings
 from storage.fetch import shown

@@ -16,7 +16,7 @@ import cv2
 import numpy as np
 import numpy.typing as npt
 
-from gpu_service.scheduler import PriorityKey
+from gpu_service.priority import PriorityKey
 from reelgen.errors import ConfigError
 
 ANALYSIS_WIDTH = 384

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from gpu_service.scheduler import PriorityKey
+from gpu_service.priority import PriorityKey
 from workers.faces import detect_faces, faces_box
 from workers.framing import Box
 from workers.saliency import saliency

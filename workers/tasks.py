@@ -23,12 +23,21 @@ from celery.exceptions import Ignore, Retry, SoftTimeLimitExceeded
 from celery.signals import worker_process_init
 
 from gpu_service.client import InferenceClient
-from gpu_service.scheduler import PriorityKey
-from jobs.catalog import CatalogEntry
-from jobs.celery_app import PRIORITY_RENDER, PRIORITY_SAMPLE, PRIORITY_SELECT, REDIS_UNAVAILABLE, app
+from gpu_service.priority import PriorityKey
+from jobs.celery_app import REDIS_UNAVAILABLE, app
 from jobs.ledger import JobState, Ledger
+from jobs.queues import (
+    PREPARE_TASK,
+    PRIORITY_RENDER,
+    PRIORITY_SAMPLE,
+    PRIORITY_SELECT,
+    RENDER_TASK,
+    SAMPLE_TASK,
+    SELECT_TASK,
+)
 from monitoring.logging_setup import log_context
 from monitoring.metrics import count_item, observe_stage
+from reelgen.catalog_entry import CatalogEntry
 from reelgen.errors import InternalError, ItemTimeout, ReelgenError
 from reelgen.settings import OutputConfig, Settings, load_settings
 from storage.cache import NodeCache
@@ -190,7 +199,7 @@ def _item_id(state: dict[str, Any]) -> str:
     return str(state["item_id"] if "item_id" in state else state["entry"]["item_id"])
 
 
-@app.task(bind=True, name="reelgen.prepare", acks_late=True)
+@app.task(bind=True, name=PREPARE_TASK, acks_late=True)
 def prepare(self: Task, job_id: str, item: str | dict[str, Any], token: int | None = None) -> None:
     # a message names its item; one published by an earlier version carries the whole catalog entry instead
     item_id = item if isinstance(item, str) else str(item["item_id"])
@@ -217,7 +226,7 @@ def prepare(self: Task, job_id: str, item: str | dict[str, Any], token: int | No
     _guarded(self, job_id, item_id, run)
 
 
-@app.task(bind=True, name="reelgen.sample_segment", acks_late=True)
+@app.task(bind=True, name=SAMPLE_TASK, acks_late=True)
 def sample_segment(self: Task, state: dict[str, Any], segment_json: dict[str, Any]) -> None:
     job_id = state["job_id"]
     segment = Segment(**{**segment_json, "times": tuple(segment_json["times"])})
@@ -240,7 +249,7 @@ def sample_segment(self: Task, state: dict[str, Any], segment_json: dict[str, An
     _guarded(self, job_id, _item_id(state), run)
 
 
-@app.task(bind=True, name="reelgen.select", acks_late=True)
+@app.task(bind=True, name=SELECT_TASK, acks_late=True)
 def select(self: Task, state: dict[str, Any]) -> None:
     job_id = state["job_id"]
 
@@ -263,7 +272,7 @@ def select(self: Task, state: dict[str, Any]) -> None:
     _guarded(self, job_id, _item_id(state), run)
 
 
-@app.task(bind=True, name="reelgen.render", acks_late=True)
+@app.task(bind=True, name=RENDER_TASK, acks_late=True)
 def render(self: Task, state: dict[str, Any]) -> None:
     job_id, item_id = state["job_id"], _item_id(state)
 

@@ -21,7 +21,7 @@ import torch
 from torch import Tensor
 
 from gpu_service.registry import ArrayShape, InferenceModel, Span, register
-from gpu_service.weights import file_digest
+from reelgen.digests import file_digest
 from reelgen.errors import ConfigError
 
 MAX_FACES = 16

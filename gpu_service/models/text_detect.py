@@ -25,7 +25,7 @@ from torch import Tensor
 
 from gpu_service.models.db_postprocess import DBPostProcess
 from gpu_service.registry import ArrayShape, InferenceModel, Span, register
-from gpu_service.weights import file_digest
+from reelgen.digests import file_digest
 from reelgen.errors import ConfigError
 
 log = logging.getLogger(__name__)

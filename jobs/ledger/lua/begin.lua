@@ -1,0 +1,22 @@
+-- KEYS: inflight, job, failed, leases, errors, results, at; ARGV: item, task id, lease deadline, crash limit,
+-- message, stage ('' = leave). One task of the item begins: renews the lease, counts the delivery, notes the
+-- stage. A task id still open from an earlier delivery means that delivery killed its worker (a finished task closes itself); after `crash limit` such
+-- deliveries the item is dead-lettered instead of looping. Returns deliveries, 0 if not in flight, -1 if dead.
+local item = ARGV[1]
+local raw = redis.call('HGET', KEYS[1], item)
+if not raw then return 0 end
+local rec = cjson.decode(raw)
+if type(rec['open']) ~= 'table' then rec['open'] = {} end
+rec['deliveries'] = (rec['deliveries'] or 0) + 1
+if rec['open'][ARGV[2]] then rec['crashes'] = (rec['crashes'] or 0) + 1 end
+if (rec['crashes'] or 0) >= tonumber(ARGV[4]) then
+  redis.call('HSET', KEYS[1], item, cjson.encode(rec))
+  local status, err, msg = 'dead', 'WorkerLost', ARGV[5]
+-- @settle_body(0, -1)
+end
+rec['open'][ARGV[2]] = 1
+rec['state'] = 'running'
+redis.call('HSET', KEYS[1], item, cjson.encode(rec))
+redis.call('ZADD', KEYS[4], ARGV[3], item)
+if ARGV[6] and ARGV[6] ~= '' then redis.call('HSET', KEYS[7], item, ARGV[6]) end
+return rec['deliveries']

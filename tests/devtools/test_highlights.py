@@ -1,0 +1,59 @@
+"""Highlight selection against generated ground truth, through the worker's own stages."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from devtools.evaluation import evaluate, overlap_fraction, report
+from devtools.sample_catalog import write_sample_catalog
+from reelgen.settings import load_settings
+from workers.pipeline import SampleScore, choose
+from workers.video import VideoInfo
+
+
+def test_overlap_fraction() -> None:
+    assert overlap_fraction((2.0, 7.0), (0.0, 10.0)) == 1.0
+    assert overlap_fraction((2.0, 7.0), (3.0, 10.0)) == pytest.approx(0.8)
+    assert overlap_fraction((2.0, 7.0), (8.0, 10.0)) == 0.0
+
+
+def _samples(values: list[float], cut_at: int | None = None) -> list[SampleScore]:
+    signature_a = [1.0] + [0.0] * 127
+    signature_b = [0.0] * 127 + [1.0]
+    return [
+        SampleScore(
+            k / 2, v, 0.5, (10.0, 10.0, 50.0, 50.0), signature_b if cut_at and k >= cut_at else signature_a
+        )
+        for k, v in enumerate(values)
+    ]
+
+
+def test_choose_merges_segments_in_time_order() -> None:
+    info = VideoInfo(640, 360, 25.0, 20.0, True, 0, "h264", 0.0)
+    values = [0.1] * 40
+    values[24:34] = [0.9] * 10  # 12 s .. 17 s
+    samples = _samples(values)
+    config = load_settings(aspects="1:1,9:16").output_config()
+    shuffled = samples[20:] + samples[:20]  # segments arrive in any order
+    analysis = choose(info, shuffled, config)
+    assert (analysis.window.start_s, analysis.window.end_s) == (12.0, 17.0)
+    assert analysis.cuts == []
+    assert set(analysis.crop_keys) == {"1:1", "9:16"}
+    assert [t for t, _ in analysis.curve] == [k / 2 for k in range(40)]
+
+
+def test_choose_detects_cuts_from_signatures() -> None:
+    info = VideoInfo(640, 360, 25.0, 20.0, True, 0, "h264", 0.0)
+    analysis = choose(info, _samples([0.5] * 40, cut_at=20), load_settings().output_config())
+    assert analysis.cuts == [9.75]
+    assert not (analysis.window.start_s < 9.75 < analysis.window.end_s)
+
+
+def test_chosen_windows_show_the_product(tmp_path: Path) -> None:
+    catalog = write_sample_catalog(tmp_path, 2, seed=4, size=(480, 270), duration_s=(12.0, 13.0), fps=15)
+    results = list(evaluate(load_settings(segment_s=5.0), catalog))
+    assert len(results) == 2
+    assert all(r.hit for r in results), report(results, as_json=False)
+    assert "hit rate 2/2" in report(results, as_json=False)

@@ -1,0 +1,105 @@
+"""The default scorer (the daemon's template_match model) on synthetic frames with known answers."""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+import pytest
+
+import gpu_service.models.template_match  # noqa: F401  (registers the model)
+from gpu_service.local import LocalInference
+from gpu_service.priority import PriorityKey
+from workers.scoring import ANALYSIS_WIDTH, FrameScore, product_template, score_frames, shot_signature
+
+KEY = PriorityKey(0.0, 0.0)
+
+
+def _product(seed: int = 1) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    image = np.full((256, 256, 3), 235, np.uint8)
+    pattern = rng.integers(0, 255, (16, 12, 3), dtype=np.uint8)
+    image[40:216, 70:190] = cv2.resize(pattern, (120, 176), interpolation=cv2.INTER_NEAREST)
+    return image
+
+
+def _scene(product: np.ndarray | None, height: int, x: int, y: int, seed: int = 7) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    frame = cv2.GaussianBlur(rng.integers(0, 255, (720, 1280, 3), dtype=np.uint8), (21, 21), 0)
+    if product is not None:
+        body = product_template(product)
+        width = round(height * body.shape[1] / body.shape[0])
+        frame[y : y + height, x : x + width] = cv2.resize(body, (width, height))
+    return frame
+
+
+@pytest.fixture(scope="module")
+def inference() -> LocalInference:
+    return LocalInference()
+
+
+def _score(inference: LocalInference, frames: list[np.ndarray], product: np.ndarray) -> list[FrameScore]:
+    small = [
+        (float(i), cv2.resize(f, (ANALYSIS_WIDTH, 216), interpolation=cv2.INTER_AREA))
+        for i, f in enumerate(frames)
+    ]
+    return score_frames(inference, small, product_template(product), KEY, (1280, 720))
+
+
+def test_template_trims_studio_background() -> None:
+    assert product_template(_product()).shape[:2] == (176, 120)
+
+
+def test_product_frames_outscore_empty_frames_and_box_is_found(inference: LocalInference) -> None:
+    product = _product()
+    empty, present = _score(inference, [_scene(None, 0, 0, 0), _scene(product, 300, 600, 200)], product)
+    assert present.match > 0.6 > empty.match
+    assert present.box is not None
+    x0, y0, _x1, y1 = present.box
+    assert abs(x0 - 600) < 40 and abs(y0 - 200) < 40 and abs((y1 - y0) - 300) < 80
+
+
+@pytest.mark.parametrize("height", [220, 360, 520, 700])
+def test_robust_to_scale(inference: LocalInference, height: int) -> None:
+    product = _product()
+    [score] = _score(inference, [_scene(product, height, 200, 10)], product)
+    assert score.match > 0.55
+
+
+def test_robust_to_colour_shift_and_partial_occlusion(inference: LocalInference) -> None:
+    product = _product()
+    frame = _scene(product, 400, 500, 150)
+    shifted = np.clip(frame.astype(np.int16) * 1.15 + 12, 0, 255).astype(np.uint8)
+    occluded = frame.copy()
+    occluded[150:300, 500:780] = 30
+    empty, moved, covered = _score(inference, [_scene(None, 0, 0, 0), shifted, occluded], product)
+    assert moved.match > empty.match + 0.3 and covered.match > empty.match + 0.2
+
+
+def test_other_product_scores_lower(inference: LocalInference) -> None:
+    product, other = _product(1), _product(2)
+    [own] = _score(inference, [_scene(product, 400, 500, 150)], product)
+    [foreign] = _score(inference, [_scene(other, 400, 500, 150)], product)
+    assert own.match > foreign.match + 0.3
+
+
+def test_bigger_and_sharper_appearance_scores_higher(inference: LocalInference) -> None:
+    product = _product()
+    big = _scene(product, 520, 300, 100)
+    blurred = cv2.GaussianBlur(big, (0, 0), 6)
+    small_, big_, blurred_ = _score(inference, [_scene(product, 170, 100, 100), big, blurred], product)
+    assert big_.value > small_.value
+    assert big_.value > blurred_.value
+
+
+def test_black_frame_has_no_quality(inference: LocalInference) -> None:
+    black, textured = _score(
+        inference, [np.zeros((720, 1280, 3), np.uint8), _scene(None, 0, 0, 0)], _product()
+    )
+    assert black.quality == pytest.approx(0.0, abs=1e-6) and textured.quality > 0.1
+
+
+def test_shot_signature_separates_scenes() -> None:
+    a = shot_signature(_scene(None, 0, 0, 0, seed=1)[:200, :300])
+    b = shot_signature(np.full((200, 300, 3), (20, 200, 40), np.uint8))
+    assert a.shape == (128,) and abs(float(a.sum()) - 1.0) < 1e-4
+    assert float(np.abs(a - b).sum()) > 1.0

@@ -125,7 +125,7 @@ def static_subject_path(
 
 
 # ----------------------------------------------------------------------------------------------------------
-# Text-safe, subject-following crop paths (issue #6)
+# Text-safe, subject-following crop paths
 # ----------------------------------------------------------------------------------------------------------
 #
 # With the largest crop of an aspect, one side of the crop spans the whole frame, so the crop moves along ONE

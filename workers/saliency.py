@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import cv2
 import numpy as np
 
-from gpu_service.scheduler import PriorityKey
+from gpu_service.priority import PriorityKey
 from workers.framing import Box
 from workers.scoring import Inference
 

@@ -26,9 +26,8 @@ def test_the_command_line_check_passes_on_the_tree() -> None:
 
 
 #: Helpers outside tests/support/ that tests may import: the real-media list (the Makefile's fetch and the
-#: localiser's tests name it there), and two modules that stay with the framing and saliency work under way
-#: (the framing tests' support module; the saliency tests' scene helpers) until that work moves them here.
-TEST_HELPERS = ("tests.real_media", "tests.test_framing_support", "tests.test_saliency")
+#: localiser's tests name it there).
+TEST_HELPERS = ("tests.real_media",)
 
 
 def test_tests_import_helpers_never_other_test_modules() -> None:

@@ -13,7 +13,7 @@ import pytest
 from gpu_service.local import LocalInference
 from gpu_service.priority import PriorityKey
 from tests.support.pictures import face_frame
-from tests.test_saliency import centre_inside, scene
+from tests.support.scenes import centre_inside, scene
 from workers.faces import FACE_MODEL
 from workers.saliency import SALIENCY_MODEL
 from workers.subject import find_subjects

@@ -14,8 +14,8 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from gpu_service.scheduler import PriorityKey
-from jobs.sample_catalog import Truth
+from devtools.sample_catalog import Truth
+from gpu_service.priority import PriorityKey
 from workers.framing import Box, CropRect, FramingPlan, plan_framing
 from workers.render import EncodeOptions, OutputSpec, render_window
 from workers.scoring import Inference, product_template, shot_signature

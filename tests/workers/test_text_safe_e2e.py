@@ -1,4 +1,4 @@
-"""Issue #6 end to end on generated videos: window → signals from detection → plan → render, checked against the
+"""Text-safe framing end to end on generated videos: window → signals from detection → plan → render, checked against the
 generator's truth (captions never cut, subject inside, smooth, same moment) and by OCR on the output frames."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 
 from gpu_service.local import LocalInference
 from jobs.sample_catalog import load_truth, write_sample_catalog
-from tests.test_framing_support import (
+from tests.support.framing import (
     KEY,
     Framed,
     centre_acceleration,

@@ -45,7 +45,7 @@ from monitoring.machine import machine_lines
 from reelgen.catalog_entry import CatalogEntry
 from reelgen.settings import OutputConfig, Settings, load_settings
 from storage.fetch import Fetcher
-from workers.framing import CropPath, CropRect, aspect_size
+from workers.geometry import CropPath, CropRect, aspect_size
 from workers.pipeline import Decoding, choose, frame_window, load_image, sample_times, score_samples
 from workers.render import EncodeOptions, OutputSpec, render_window
 from workers.scoring import ANALYSIS_WIDTH, product_template

@@ -10,4 +10,6 @@ except PackageNotFoundError:  # running from a source tree that was never instal
 # Bumped by hand whenever the pipeline's output bytes change for the same settings; part of config_hash.
 # 2: letterboxed pictures scaled by swscale's area filter (within one level of OpenCV's), the fill shrunk in steps.
 # 3: clips at a constant frame rate (each tick shows the frame on screen), audio at 48 kHz over the clip's span.
-PIPELINE_VERSION = "3"
+# 4: crop first: smaller crops placed past captions, face-shaped "text" ignored, captions timed from the frame
+#    they appear, grey products not located by colour.
+PIPELINE_VERSION = "4"

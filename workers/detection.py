@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from gpu_service.priority import PriorityKey
-from workers.framing import Box, scale_box
+from workers.geometry import Box, scale_box
 from workers.scoring import Inference
 
 

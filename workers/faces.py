@@ -13,7 +13,7 @@ import numpy as np
 
 from gpu_service.priority import PriorityKey
 from workers.detection import detect_boxes
-from workers.framing import Box
+from workers.geometry import Box
 from workers.scoring import Inference
 
 FACE_MODEL = "faces"

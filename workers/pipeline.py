@@ -30,7 +30,8 @@ from reelgen.settings import OutputConfig, Settings
 from storage.fetch import shown
 from storage.manifest import clip_key, manifest_key, write_manifest
 from storage.store import ObjectStore, left_by_dead_process, process_tag
-from workers.framing import CropPath, CropRect, aspect_size, plan_framing, static_subject_path
+from workers.framing import plan_framing
+from workers.geometry import CropPath, CropRect, aspect_size, static_subject_path
 from workers.localise import LOCATE_SIDE, ProductLocator
 from workers.render import EncodeOptions, OutputSpec, render_window
 from workers.scoring import (

@@ -25,7 +25,7 @@ import cv2
 import numpy as np
 
 from reelgen.errors import DiskFull, ReelgenError, RenderError, UnreadableVideo
-from workers.framing import CropRect
+from workers.geometry import CropRect
 from workers.video import ColourTags, MediaLimits, Timing, VideoSource, open_media, quarter_turns
 
 log = logging.getLogger(__name__)

@@ -19,7 +19,7 @@ import cv2
 import numpy as np
 
 from gpu_service.priority import PriorityKey
-from workers.framing import Box
+from workers.geometry import Box
 from workers.scoring import Inference
 
 #: the daemon's saliency model

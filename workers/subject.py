@@ -13,7 +13,7 @@ import numpy as np
 
 from gpu_service.priority import PriorityKey
 from workers.faces import detect_faces, faces_box
-from workers.framing import Box
+from workers.geometry import Box
 from workers.saliency import saliency
 from workers.scoring import Inference
 

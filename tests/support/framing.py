@@ -16,7 +16,8 @@ import numpy as np
 
 from devtools.sample_catalog import Truth
 from gpu_service.priority import PriorityKey
-from workers.framing import Box, CropRect, FramingPlan, plan_framing
+from workers.framing import FramingPlan, plan_framing
+from workers.geometry import Box, CropRect
 from workers.render import EncodeOptions, OutputSpec, render_window
 from workers.scoring import Inference, product_template, shot_signature
 from workers.subject import find_subjects

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from workers.framing import CropPath, CropRect, aspect_size, place_crop, static_subject_path
+from workers.geometry import CropPath, CropRect, aspect_size, place_crop, static_subject_path
 
 ASPECTS = [(1, 1), (2, 3), (3, 4), (4, 5), (9, 16), (16, 9)]
 

@@ -8,18 +8,16 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
+from workers.crop_paths import FramingParams
 from workers.framing import (
     PAD_NO_TEXT_SAFE_CROP,
     PAD_SUBJECT_TOO_BIG,
     PAD_TEXT_AND_SUBJECT,
-    Box,
-    CropRect,
-    FramingParams,
     FramingPlan,
-    merge_text_boxes,
     plan_framing,
-    text_union,
 )
+from workers.geometry import Box, CropRect
+from workers.text_regions import merge_text_boxes, text_union
 
 W, H = 640, 360
 FPS = 25

@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 
 from tests.real_media import REAL_VIDEOS, Locator
-from workers.framing import CropRect
+from workers.geometry import CropRect
 from workers.probe import probe
 from workers.render import AUDIO_RATE, EncodeOptions, OutputSpec, output_rate, render_window
 from workers.video import VideoSource

@@ -9,7 +9,7 @@ import cv2
 import numpy as np
 
 from tests.support.media import make_code_video
-from workers.framing import CropPath, CropRect
+from workers.geometry import CropPath, CropRect
 from workers.render import EncodeOptions, OutputSpec, Planes, _shrunk, render_window
 
 

@@ -18,7 +18,7 @@ import pytest
 from reelgen.errors import RenderError, UnreadableVideo
 from tests.support.media import read_code
 from tests.support.media_matrix import QUIRKS, Quirk, build
-from workers.framing import CropRect
+from workers.geometry import CropRect
 from workers.render import AUDIO_RATE, EncodeOptions, OutputSpec, output_rate, render_window
 from workers.video import VideoSource
 

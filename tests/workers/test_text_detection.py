@@ -16,7 +16,7 @@ from gpu_service.models.text_detect import builtin_model_path
 from gpu_service.scheduler import PriorityKey
 from reelgen.digests import file_digest
 from reelgen.errors import ConfigError
-from workers.framing import Box
+from workers.geometry import Box
 from workers.text_detection import TEXT_FPS, detect_text, refine_text_times, text_sample_times
 
 KEY = PriorityKey(0.0, 0.0)

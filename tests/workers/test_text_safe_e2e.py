@@ -23,7 +23,7 @@ from tests.support.framing import (
     touches_edge,
     truth_frame,
 )
-from workers.framing import FramingParams
+from workers.crop_paths import FramingParams
 from workers.text_detection import detect_text
 
 ASPECTS = [(1, 1), (2, 3), (3, 4), (4, 5), (9, 16), (16, 9)]

@@ -15,7 +15,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 from reelgen.errors import RenderError, UnreadableVideo, VideoLimitExceeded
 from tests.support.media import make_code_video, read_code, write_mjpeg_sizes
 from workers import render as render_module
-from workers.framing import CropPath, CropRect, aspect_size
+from workers.geometry import CropPath, CropRect, aspect_size
 from workers.render import EncodeOptions, OutputSpec, render_window
 from workers.video import MediaLimits, VideoSource
 

@@ -1,0 +1,164 @@
+"""Pure crop geometry: output sizes for an aspect ratio, crop rectangles and paths over a window, and the
+crop seen along the one axis it moves on (CropLine).
+
+All rectangles are in source pixels, display orientation. Crops have even origins and sizes so that yuv420p
+chroma planes can be sliced without resampling.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class CropRect:
+    x: int
+    y: int
+    w: int
+    h: int
+
+    def as_dict(self, t: float) -> dict[str, float | int]:
+        return {"t": round(t, 4), "x": self.x, "y": self.y, "w": self.w, "h": self.h}
+
+
+@dataclass(frozen=True)
+class AspectSize:
+    """The crop taken from the source and the size the clip is encoded at, for one aspect."""
+
+    aspect: tuple[int, int]
+    crop_w: int
+    crop_h: int
+    out_w: int
+    out_h: int
+
+    @property
+    def label(self) -> str:
+        return f"{self.aspect[0]}:{self.aspect[1]}"
+
+    @property
+    def file_stem(self) -> str:
+        return f"{self.aspect[0]}x{self.aspect[1]}"
+
+
+def aspect_size(aspect: tuple[int, int], width: int, height: int, max_side: int | None = None) -> AspectSize:
+    """The largest even-sized crop of exactly aspect a:b inside width×height, and its output size.
+
+    Exact aspect with even sides means a·m and b·m both even; a and b are coprime after reduction, so m is even.
+    The output is never larger than the crop (no upscaling); max_side caps the longer output side.
+    """
+    a, b = aspect
+    g = math.gcd(a, b)
+    a, b = a // g, b // g
+    m = min(width // a, height // b)
+    m -= m % 2
+    if m < 2:
+        raise ValueError(f"a {width}x{height} frame is too small for aspect {a}:{b}")
+    out_m = m
+    if max_side is not None:
+        out_m = min(m, max_side // max(a, b))
+        out_m -= out_m % 2
+        out_m = max(out_m, 2)
+    return AspectSize(aspect, a * m, b * m, a * out_m, b * out_m)
+
+
+def even(value: float) -> int:
+    return round(value / 2.0) * 2
+
+
+def place_crop(center_x: float, center_y: float, w: int, h: int, width: int, height: int) -> CropRect:
+    """A w×h crop centred as near to (center_x, center_y) as the frame allows, on even coordinates."""
+    x = min(max(even(center_x - w / 2), 0), (width - w) // 2 * 2)
+    y = min(max(even(center_y - h / 2), 0), (height - h) // 2 * 2)
+    return CropRect(x, y, w, h)
+
+
+@dataclass(frozen=True)
+class CropPath:
+    """Crop rectangles at key times, linearly interpolated between them and held outside them."""
+
+    times: tuple[float, ...]
+    rects: tuple[CropRect, ...]
+
+    def __post_init__(self) -> None:
+        if not self.times or len(self.times) != len(self.rects):
+            raise ValueError("a crop path needs one rectangle per key time")
+        if list(self.times) != sorted(self.times):
+            raise ValueError("crop path key times must ascend")
+
+    def __call__(self, t: float) -> CropRect:
+        i = bisect.bisect_right(self.times, t)
+        if i == 0:
+            return self.rects[0]
+        if i == len(self.times):
+            return self.rects[-1]
+        t0, t1 = self.times[i - 1], self.times[i]
+        r0, r1 = self.rects[i - 1], self.rects[i]
+        f = (t - t0) / (t1 - t0) if t1 > t0 else 0.0
+        return CropRect(even(r0.x + f * (r1.x - r0.x)), even(r0.y + f * (r1.y - r0.y)), r0.w, r0.h)
+
+
+Box = tuple[float, float, float, float]
+
+
+def scale_box(box: Box, sx: float, sy: float) -> Box:
+    return (box[0] * sx, box[1] * sy, box[2] * sx, box[3] * sy)
+
+
+def static_subject_path(
+    size: AspectSize, width: int, height: int, subject_boxes: Sequence[Box | None], start: float
+) -> CropPath:
+    """One crop held over the window, centred on the median subject centre (the frame centre without one).
+
+    A steady crop is the right answer when the subject barely moves; subject-following paths come later.
+    """
+    centres = [((b[0] + b[2]) / 2, (b[1] + b[3]) / 2) for b in subject_boxes if b is not None]
+    if centres:
+        cx, cy = (float(v) for v in np.median(np.array(centres), axis=0))
+    else:
+        cx, cy = width / 2, height / 2
+    return CropPath((start,), (place_crop(cx, cy, size.crop_w, size.crop_h, width, height),))
+
+
+@dataclass(frozen=True)
+class CropLine:
+    """The crop seen along its moving axis: axis 0 moves in x, 1 in y."""
+
+    axis: int
+    length: int  # the source along the moving axis
+    perp: int  # the source across it
+    crop: int  # the crop along the moving axis
+    q0: int  # where the crop starts across the moving axis (fixed)
+    q1: int
+
+    @property
+    def last(self) -> int:
+        """The last even position the crop can take."""
+        return (self.length - self.crop) // 2 * 2
+
+    def split(self, box: Box) -> tuple[float, float, float, float]:
+        """(start, end) along the moving axis, then (start, end) across it."""
+        if self.axis == 0:
+            return box[0], box[2], box[1], box[3]
+        return box[1], box[3], box[0], box[2]
+
+    def rect(self, position: int) -> CropRect:
+        if self.axis == 0:
+            return CropRect(position, self.q0, self.crop, self.q1 - self.q0)
+        return CropRect(self.q0, position, self.q1 - self.q0, self.crop)
+
+
+def crop_line(crop_w: int, crop_h: int, width: int, height: int) -> CropLine:
+    # Sizes are taken even: the renderer drops a source's odd last row/column (yuv420p).
+    width, height = width // 2 * 2, height // 2 * 2
+    # the axis with more slack moves; with the largest crop of an aspect the other has only a few pixels
+    # of slack, where the crop is simply centred
+    if width - crop_w >= height - crop_h:
+        q0 = (height - crop_h) // 4 * 2
+        return CropLine(0, width, height, crop_w, q0, q0 + crop_h)
+    q0 = (width - crop_w) // 4 * 2
+    return CropLine(1, height, width, crop_h, q0, q0 + crop_w)

@@ -1,0 +1,197 @@
+"""Text regions for the crop planner: detected boxes merged per line and over time, the clearance a crop edge
+keeps from them, the crop positions that hold each wholly or leave it wholly out, and which regions are print
+on the subject (moving with it) rather than captions. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Sequence
+
+from workers.geometry import Box, CropLine
+
+
+def merge_text_boxes(boxes: Sequence[Box]) -> list[Box]:
+    """Text regions as the crop must treat them: boxes that overlap, or words on one line close together,
+    become one region, so a crop edge can never fall between the words of one caption."""
+    # each merge removes one region, and a region joins the merged list only when it meets none there:
+    # at most n merges of one O(n) scan each, and no two regions left that should be one
+    pending = [(float(b[0]), float(b[1]), float(b[2]), float(b[3])) for b in boxes]
+    merged: list[Box] = []
+    while pending:
+        box = pending.pop()
+        for k, other in enumerate(merged):
+            if _joined(box, other):
+                del merged[k]
+                pending.append(
+                    (
+                        min(box[0], other[0]),
+                        min(box[1], other[1]),
+                        max(box[2], other[2]),
+                        max(box[3], other[3]),
+                    )
+                )
+                break
+        else:
+            merged.append(box)
+    return sorted(merged)
+
+
+def _joined(a: Sequence[float], b: Sequence[float]) -> bool:
+    if a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]:
+        return True
+    height = min(a[3] - a[1], b[3] - b[1])
+    overlap_y = min(a[3], b[3]) - max(a[1], b[1])
+    gap_x = max(a[0], b[0]) - min(a[2], b[2])
+    # one line of text: mostly level, and the gap no wider than about a word space at that height
+    return overlap_y >= 0.5 * height and gap_x <= 0.8 * height
+
+
+def text_union(text: Sequence[tuple[float, Sequence[Box]]], start: float, end: float) -> list[Box]:
+    """Every text region seen in [start, end), merged over time: the manifest's `text_boxes`."""
+    boxes = [b for t, frame_boxes in text if start <= t < end for b in frame_boxes]
+    return [(float(round(b[0])), float(round(b[1])), float(round(b[2])), float(round(b[3]))) for b in
+            merge_text_boxes(boxes)]  # fmt: skip
+
+
+Interval = tuple[int, int]
+
+
+def even_intervals(real: list[tuple[float, float]]) -> list[Interval]:
+    out = []
+    for lo, hi in real:
+        a, b = math.ceil(lo / 2 - 1e-9) * 2, math.floor(hi / 2 + 1e-9) * 2
+        if a <= b:
+            out.append((a, b))
+    return out
+
+
+#: clearance round a text region, as a share of its height, where that is more than the fixed text margin
+CAPTION_SURROUND = 0.35
+
+
+def text_clearance(box: Box, margin: float) -> float:
+    """How far a crop edge keeps from a text region: a caption's backdrop, outline or shadow reaches past the
+    glyphs the detector boxes, by about a third of the text's height."""
+    return max(margin, CAPTION_SURROUND * (box[3] - box[1]))
+
+
+def safe_positions(line: CropLine, boxes: Sequence[Box], margin: float) -> list[Interval]:
+    """Even crop positions at which every box is wholly inside the crop or wholly outside, with the margin.
+
+    A box grown by the margin is clipped to the frame first: text the source itself shows at its edge is
+    whole as far as any crop can tell, and a crop edge on the frame edge cuts nothing.
+    """
+    allowed: list[tuple[float, float]] = [(0.0, float(line.last))]
+    c = line.crop
+    for box in boxes:
+        a, b, p0, p1 = line.split(box)
+        clearance = text_clearance(box, margin)
+        a, b = max(0.0, a - clearance), min(float(line.length), b + clearance)
+        p0, p1 = max(0.0, p0 - clearance), min(float(line.perp), p1 + clearance)
+        if p1 <= line.q0 or p0 >= line.q1 or b <= a:
+            continue  # never meets the crop's fixed span across the moving axis
+        if p0 >= line.q0 and p1 <= line.q1 and b - a <= c:
+            # the crop [x, x+c] cuts the box when it overlaps it without containing it
+            forbidden = [(a - c, b - c), (a, b)]
+        else:
+            forbidden = [(a - c, b)]  # cannot be inside: must be wholly outside
+        for f0, f1 in forbidden:
+            allowed = [piece for lo, hi in allowed for piece in _minus_open(lo, hi, f0, f1)]
+    return even_intervals(allowed)
+
+
+def _minus_open(lo: float, hi: float, f0: float, f1: float) -> list[tuple[float, float]]:
+    """[lo, hi] without the open interval (f0, f1)."""
+    if f1 <= lo or f0 >= hi:
+        return [(lo, hi)]
+    pieces = []
+    if f0 >= lo:
+        pieces.append((lo, f0))
+    if f1 <= hi:
+        pieces.append((f1, hi))
+    return pieces
+
+
+def intersect(a: list[Interval], b: list[Interval]) -> list[Interval]:
+    out = []
+    for a0, a1 in a:
+        for b0, b1 in b:
+            lo, hi = max(a0, b0), min(a1, b1)
+            if lo <= hi:
+                out.append((lo, hi))
+    return out
+
+
+def containing(intervals: list[Interval], position: float) -> Interval | None:
+    for lo, hi in intervals:
+        if lo <= position <= hi:
+            return (lo, hi)
+    return None
+
+
+class TextTrack:
+    """Text regions at their sample times; a region seen at a sample may be on screen until the next one.
+
+    Text on screen at time τ between samples t_k ≤ τ ≤ t_k+1 is visible at t_k or at t_k+1 whenever it
+    stays on screen at least as long as the sampling interval, so the union of both samples' regions is
+    every region that can be on screen at τ.
+    """
+
+    def __init__(
+        self, text: Sequence[tuple[float, Sequence[Box]]], subject: Sequence[tuple[float, Box | None]] = ()
+    ) -> None:
+        ordered = sorted(text, key=lambda item: item[0])
+        self.times = [t for t, _ in ordered]
+        self.boxes = [
+            [b for b in merge_text_boxes(list(boxes)) if not _on_subject(b, _nearest_subject(subject, t))]
+            for t, boxes in ordered
+        ]
+
+    def between(self, t0: float, t1: float) -> list[Box]:
+        """Every region that can be on screen at some time in [t0, t1]."""
+        if not self.times:
+            return []
+        first = max(0, bisect.bisect_right(self.times, t0 + 1e-9) - 1)
+        last = min(len(self.times) - 1, bisect.bisect_left(self.times, t1 - 1e-9))
+        return [b for k in range(first, last + 1) for b in self.boxes[k]]
+
+
+#: text lying this much inside the subject's box is print on the product (a logo, a label): it moves with
+#: the subject, which the crop keeps inside, so it is no separate constraint (and as a constraint it would
+#: fence the crop off the very subject it sits on)
+ON_SUBJECT = 0.8
+#: a subject sample this close in time describes the subject at a text sample
+SUBJECT_NEAR_S = 0.3
+#: between two subject samples at most this far apart the subject is where the line between them says: text
+#: is timed at every frame and the subject sampled once a second, so most frames lie between samples
+SUBJECT_SPAN_S = 1.5
+
+
+def _nearest_subject(subject: Sequence[tuple[float, Box | None]], t: float) -> Box | None:
+    """The subject's box at t: interpolated between the samples on either side when both found it, else the
+    nearest sample's within SUBJECT_NEAR_S."""
+    found = sorted((ts, b) for ts, b in subject if b is not None)
+    after = bisect.bisect_left([ts for ts, _ in found], t)
+    if 0 < after < len(found):
+        (t0, b0), (t1, b1) = found[after - 1], found[after]
+        if t1 - t0 <= SUBJECT_SPAN_S:
+            w = (t - t0) / (t1 - t0) if t1 > t0 else 0.0
+            return (
+                b0[0] + w * (b1[0] - b0[0]),
+                b0[1] + w * (b1[1] - b0[1]),
+                b0[2] + w * (b1[2] - b0[2]),
+                b0[3] + w * (b1[3] - b0[3]),
+            )
+    near = [(abs(ts - t), b) for ts, b in found if abs(ts - t) <= SUBJECT_NEAR_S]
+    return min(near, key=lambda item: item[0])[1] if near else None
+
+
+def _on_subject(box: Box, subject: Box | None) -> bool:
+    if subject is None:
+        return False
+    w = max(0.0, min(box[2], subject[2]) - max(box[0], subject[0]))
+    h = max(0.0, min(box[3], subject[3]) - max(box[1], subject[1]))
+    area = (box[2] - box[0]) * (box[3] - box[1])
+    return area > 0 and w * h >= ON_SUBJECT * area

@@ -9,10 +9,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
-
-import numpy as np
 
 
 @dataclass(frozen=True)
@@ -70,13 +67,6 @@ def even(value: float) -> int:
     return round(value / 2.0) * 2
 
 
-def place_crop(center_x: float, center_y: float, w: int, h: int, width: int, height: int) -> CropRect:
-    """A w×h crop centred as near to (center_x, center_y) as the frame allows, on even coordinates."""
-    x = min(max(even(center_x - w / 2), 0), (width - w) // 2 * 2)
-    y = min(max(even(center_y - h / 2), 0), (height - h) // 2 * 2)
-    return CropRect(x, y, w, h)
-
-
 @dataclass(frozen=True)
 class CropPath:
     """Crop rectangles at key times, linearly interpolated between them and held outside them."""
@@ -107,21 +97,6 @@ Box = tuple[float, float, float, float]
 
 def scale_box(box: Box, sx: float, sy: float) -> Box:
     return (box[0] * sx, box[1] * sy, box[2] * sx, box[3] * sy)
-
-
-def static_subject_path(
-    size: AspectSize, width: int, height: int, subject_boxes: Sequence[Box | None], start: float
-) -> CropPath:
-    """One crop held over the window, centred on the median subject centre (the frame centre without one).
-
-    A steady crop is the right answer when the subject barely moves; subject-following paths come later.
-    """
-    centres = [((b[0] + b[2]) / 2, (b[1] + b[3]) / 2) for b in subject_boxes if b is not None]
-    if centres:
-        cx, cy = (float(v) for v in np.median(np.array(centres), axis=0))
-    else:
-        cx, cy = width / 2, height / 2
-    return CropPath((start,), (place_crop(cx, cy, size.crop_w, size.crop_h, width, height),))
 
 
 @dataclass(frozen=True)

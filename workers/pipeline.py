@@ -31,7 +31,7 @@ from storage.fetch import shown
 from storage.manifest import clip_key, manifest_key, write_manifest
 from storage.store import ObjectStore, left_by_dead_process, process_tag
 from workers.framing import plan_framing
-from workers.geometry import CropPath, CropRect, aspect_size, static_subject_path
+from workers.geometry import CropPath, CropRect, aspect_size
 from workers.localise import LOCATE_SIDE, ProductLocator
 from workers.render import EncodeOptions, OutputSpec, render_window
 from workers.scoring import (
@@ -71,9 +71,9 @@ class Analysis:
     #: (t, frame value) for every sample: the score curve shown in reports
     curve: list[tuple[float, float]]
     cuts: list[float]
-    #: per aspect label: crop path key times and rectangles (x, y, w, h)
-    crop_keys: dict[str, list[tuple[float, int, int, int, int]]]
     subject_boxes: list[tuple[float, float, float, float, float]]
+    #: per aspect label: crop path key times and rectangles (x, y, w, h), planned once the window is known
+    crop_keys: dict[str, list[tuple[float, int, int, int, int]]] = field(default_factory=dict)
     #: per aspect label: whether the clip is letterboxed instead of cropped
     padded: dict[str, bool] = field(default_factory=dict)
     #: per letterboxed aspect label: why (one of workers.framing.PAD_REASONS)
@@ -90,8 +90,8 @@ class Analysis:
             window=Window(**data["window"]),
             curve=[tuple(p) for p in data["curve"]],  # type: ignore[misc]
             cuts=list(data["cuts"]),
-            crop_keys={k: [tuple(r) for r in v] for k, v in data["crop_keys"].items()},  # type: ignore[misc]
             subject_boxes=[tuple(b) for b in data["subject_boxes"]],  # type: ignore[misc]
+            crop_keys={k: [tuple(r) for r in v] for k, v in data["crop_keys"].items()},  # type: ignore[misc]
             padded=dict(data.get("padded", {})),
             padded_reason=dict(data.get("padded_reason", {})),
             text_boxes=[tuple(b) for b in data.get("text_boxes", [])],  # type: ignore[misc]
@@ -288,7 +288,7 @@ def sample_segment(
 
 
 def choose(info: VideoInfo, samples: list[SampleScore], config: OutputConfig) -> Analysis:
-    """Merge every segment's samples, choose the window and plan every aspect's crop path."""
+    """Merge every segment's samples and choose the window; frame_window then plans every aspect's crop path."""
     samples = sorted(samples, key=lambda s: s.t)
     times = [s.t - info.start_s for s in samples]
     cuts = detect_cuts(times, [np.asarray(s.signature, dtype=np.float32) for s in samples])
@@ -305,18 +305,10 @@ def choose(info: VideoInfo, samples: list[SampleScore], config: OutputConfig) ->
     )
     in_window = [s for s in samples if window.start_s <= s.t < window.end_s]
     subject = [(s.t, *s.box) for s in in_window if s.box is not None]
-    crop_keys: dict[str, list[tuple[float, int, int, int, int]]] = {}
-    for pair in config.aspect_pairs:
-        size = aspect_size(pair, info.width, info.height, config.max_output_side)
-        crops = static_subject_path(size, info.width, info.height, [b[1:] for b in subject], window.start_s)
-        crop_keys[size.label] = [
-            (t, r.x, r.y, r.w, r.h) for t, r in zip(crops.times, crops.rects, strict=True)
-        ]
     return Analysis(
         window=window,
         curve=[(round(s.t, 3), round(s.value, 4)) for s in samples],
         cuts=[round(c + info.start_s, 3) for c in cuts],
-        crop_keys=crop_keys,
         subject_boxes=[tuple(round(v, 1) for v in b) for b in subject],  # type: ignore[misc]
     )
 

@@ -4,6 +4,7 @@ marker."""
 from __future__ import annotations
 
 import json
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from storage.store import ObjectStore
@@ -42,7 +43,64 @@ def is_done(store: ObjectStore, item_id: str, config_hash: str, source_version: 
     )
 
 
-def write_manifest(store: ObjectStore, item_id: str, manifest: dict[str, Any]) -> str:
-    body = dict(manifest, manifest_version=MANIFEST_VERSION)
-    store.put_bytes(manifest_key(item_id), json.dumps(body, indent=1).encode(), "application/json")
-    return store.uri(manifest_key(item_id))
+@dataclass(frozen=True)
+class WindowRecord:
+    """The chosen window, in source seconds, and its score."""
+
+    start_s: float
+    end_s: float
+    score: float
+    truncated: bool
+
+
+@dataclass(frozen=True)
+class ClipRecord:
+    """One aspect's clip: where it is, its size and rate, whether and why it is letterboxed, and the crop of
+    every frame (source pixels)."""
+
+    aspect: str
+    uri: str
+    width: int
+    height: int
+    padded: bool
+    padded_reason: str | None
+    fps: str
+    frames: int
+    crops: list[dict[str, float | int]]
+
+
+@dataclass(frozen=True)
+class ItemManifest:
+    """A done item's manifest (docs/architecture.md, Contracts): its fields in the order they are written."""
+
+    item_id: str
+    status: str
+    job_id: str
+    created_at: float
+    #: the source video's facts (size, rate, duration, codec, timing) and the timestamp repairs made reading it
+    source: dict[str, Any]
+    source_version: str
+    title: str
+    window: WindowRecord
+    #: text regions on screen during the window (source pixels, merged)
+    text_boxes: list[list[float]]
+    text_detection: str
+    #: (t, frame value) for every sample: the score curve
+    curve: list[tuple[float, float]]
+    cuts: list[float]
+    #: (t, x0, y0, x1, y1) of the located product in the window
+    subject_boxes: list[tuple[float, float, float, float, float]]
+    outputs: list[ClipRecord]
+    config_hash: str
+    scorer: str
+    versions: dict[str, str]
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(asdict(self), manifest_version=MANIFEST_VERSION)
+
+
+def write_manifest(store: ObjectStore, manifest: ItemManifest) -> dict[str, Any]:
+    """Write the item's manifest (last: it marks the item done); returns it as written."""
+    body = manifest.to_json()
+    store.put_bytes(manifest_key(manifest.item_id), json.dumps(body, indent=1).encode(), "application/json")
+    return body

@@ -28,7 +28,7 @@ from reelgen.catalog_entry import CatalogEntry
 from reelgen.errors import DiskFull, ImageError
 from reelgen.settings import OutputConfig, Settings
 from storage.fetch import shown
-from storage.manifest import clip_key, manifest_key, write_manifest
+from storage.manifest import ClipRecord, ItemManifest, WindowRecord, clip_key, manifest_key, write_manifest
 from storage.store import ObjectStore, left_by_dead_process, process_tag
 from workers.framing import plan_framing
 from workers.geometry import CropPath, CropRect, aspect_size
@@ -414,7 +414,7 @@ def render_and_publish(
     config: OutputConfig,
     options: EncodeOptions,
     *,
-    limits: MediaLimits,
+    decoding: Decoding,
     work_dir: Path,
     job_id: str,
 ) -> dict[str, Any]:
@@ -441,50 +441,45 @@ def render_and_publish(
         window = analysis.window
         with opener.local_path(entry.video) as source_path:
             rendered = render_window(
-                source_path, window.start_s, window.end_s, specs, options, timing=info.timing, limits=limits
-            )
+                source_path, window.start_s, window.end_s, specs, options, timing=info.timing,
+                limits=decoding.limits,
+            )  # fmt: skip
         outputs = []
         for pair, spec in zip(config.aspect_pairs, specs, strict=True):
             key = clip_key(entry.item_id, pair)
             store.put_file(key, spec.path, "video/mp4")
             outputs.append(
-                {
-                    "aspect": spec.aspect,
-                    "uri": store.uri(key),
-                    "width": spec.width,
-                    "height": spec.height,
-                    "padded": spec.padded,
-                    "padded_reason": analysis.padded_reason.get(spec.aspect),
-                    "fps": str(rendered.rate),
-                    "frames": spec.frames,
-                    "crops": [rect.as_dict(t) for t, rect in spec.crops],
-                }
+                ClipRecord(
+                    aspect=spec.aspect,
+                    uri=store.uri(key),
+                    width=spec.width,
+                    height=spec.height,
+                    padded=spec.padded,
+                    padded_reason=analysis.padded_reason.get(spec.aspect),
+                    fps=str(rendered.rate),
+                    frames=spec.frames,
+                    crops=[rect.as_dict(t) for t, rect in spec.crops],
+                )
             )
-        manifest = {
-            "item_id": entry.item_id,
-            "status": "done",
-            "job_id": job_id,
-            "created_at": time.time(),
-            "source": {**info.as_manifest(manifest_uri(entry.video)), "repairs": rendered.repairs},
-            "source_version": entry.version,
-            "title": entry.title,
-            "window": {
-                "start_s": window.start_s,
-                "end_s": window.end_s,
-                "score": window.score,
-                "truncated": window.truncated,
-            },
-            "text_boxes": [list(b) for b in analysis.text_boxes],
-            "text_detection": "rapidocr PP-OCRv4 det",
-            "curve": analysis.curve,
-            "cuts": analysis.cuts,
-            "subject_boxes": analysis.subject_boxes,
-            "outputs": outputs,
-            "config_hash": config.config_hash,
-            "scorer": config.scorer,
-            "versions": versions(),
-        }
-        write_manifest(store, entry.item_id, manifest)
-        return manifest
+        manifest = ItemManifest(
+            item_id=entry.item_id,
+            status="done",
+            job_id=job_id,
+            created_at=time.time(),
+            source={**info.as_manifest(manifest_uri(entry.video)), "repairs": rendered.repairs},
+            source_version=entry.version,
+            title=entry.title,
+            window=WindowRecord(window.start_s, window.end_s, window.score, window.truncated),
+            text_boxes=[list(b) for b in analysis.text_boxes],
+            text_detection="rapidocr PP-OCRv4 det",
+            curve=analysis.curve,
+            cuts=analysis.cuts,
+            subject_boxes=analysis.subject_boxes,
+            outputs=outputs,
+            config_hash=config.config_hash,
+            scorer=config.scorer,
+            versions=versions(),
+        )
+        return write_manifest(store, manifest)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

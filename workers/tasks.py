@@ -286,7 +286,7 @@ def render(self: Task, state: dict[str, Any]) -> None:
             ctx.store(config.out),
             config,
             ctx.encode_options(config),
-            limits=pipeline.media_limits(ctx.settings),
+            decoding=pipeline.Decoding.from_settings(ctx.settings),
             work_dir=ctx.work_dir,
             job_id=job_id,
         )

@@ -13,7 +13,7 @@ import shutil
 import tempfile
 import time
 from contextlib import AbstractContextManager
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -47,7 +47,7 @@ from workers.scoring import (
 from workers.segments import Segment, plan_segments
 from workers.subject import find_subjects
 from workers.text_detection import detect_text, refine_text_times, text_sample_times
-from workers.video import Frame, MediaLimits, Timing, VideoInfo, VideoSource
+from workers.video import Frame, MediaLimits, VideoInfo, VideoSource
 from workers.windows import Window, best_window, detect_cuts
 
 # A match this strong means the product is on screen; weaker best matches are background texture.
@@ -81,33 +81,9 @@ class Analysis:
     #: text regions (source pixels) on screen during the window, merged
     text_boxes: list[tuple[float, float, float, float]] = field(default_factory=list)
 
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Analysis:
-        return cls(
-            window=Window(**data["window"]),
-            curve=[tuple(p) for p in data["curve"]],  # type: ignore[misc]
-            cuts=list(data["cuts"]),
-            subject_boxes=[tuple(b) for b in data["subject_boxes"]],  # type: ignore[misc]
-            crop_keys={k: [tuple(r) for r in v] for k, v in data["crop_keys"].items()},  # type: ignore[misc]
-            padded=dict(data.get("padded", {})),
-            padded_reason=dict(data.get("padded_reason", {})),
-            text_boxes=[tuple(b) for b in data.get("text_boxes", [])],  # type: ignore[misc]
-        )
-
     def crop_path(self, aspect: str) -> CropPath:
         keys = self.crop_keys[aspect]
         return CropPath(tuple(k[0] for k in keys), tuple(CropRect(*k[1:]) for k in keys))
-
-
-def info_to_json(info: VideoInfo) -> dict[str, Any]:
-    return asdict(info)
-
-
-def info_from_json(data: dict[str, Any]) -> VideoInfo:
-    return VideoInfo(**{**data, "timing": Timing(data.get("timing", Timing.PTS))})
 
 
 def media_limits(settings: Settings) -> MediaLimits:

@@ -13,7 +13,7 @@ import logging
 import os
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -46,7 +46,16 @@ from storage.store import ObjectStore, open_store
 from workers import pipeline
 from workers.fanin import SegmentResults
 from workers.render import EncodeOptions
-from workers.segments import Segment
+from workers.stage_state import (
+    analysis_from_json,
+    analysis_to_json,
+    info_from_json,
+    info_to_json,
+    samples_from_json,
+    samples_to_json,
+    segment_from_json,
+    segment_to_json,
+)
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -216,12 +225,12 @@ def prepare(self: Task, job_id: str, item: str | dict[str, Any], token: int | No
         state = {
             "job_id": job_id,
             "item_id": item_id,
-            "info": pipeline.info_to_json(info),
+            "info": info_to_json(info),
             "first_at": time.time(),
             "segments": len(segments),
         }
         for segment in segments:
-            sample_segment.apply_async((state, asdict(segment)), priority=PRIORITY_SAMPLE)
+            sample_segment.apply_async((state, segment_to_json(segment)), priority=PRIORITY_SAMPLE)
 
     _guarded(self, job_id, item_id, run)
 
@@ -229,12 +238,12 @@ def prepare(self: Task, job_id: str, item: str | dict[str, Any], token: int | No
 @app.task(bind=True, name=SAMPLE_TASK, acks_late=True)
 def sample_segment(self: Task, state: dict[str, Any], segment_json: dict[str, Any]) -> None:
     job_id = state["job_id"]
-    segment = Segment(**{**segment_json, "times": tuple(segment_json["times"])})
+    segment = segment_from_json(segment_json)
 
     def run(ctx: WorkerContext, entry: CatalogEntry) -> None:
         samples = pipeline.sample_segment(
             entry,
-            pipeline.info_from_json(state["info"]),
+            info_from_json(state["info"]),
             segment,
             ctx.fetcher,
             ctx.inference,
@@ -242,7 +251,7 @@ def sample_segment(self: Task, state: dict[str, Any], segment_json: dict[str, An
             ctx.config(job_id),
             pipeline.Decoding.from_settings(ctx.settings),
         )
-        result = {"samples": [asdict(s) for s in samples]}
+        result = samples_to_json(samples)
         if ctx.segments.store(job_id, entry.item_id, segment.index, state["segments"], result):
             select.apply_async((state,), priority=PRIORITY_SELECT)
 
@@ -255,18 +264,14 @@ def select(self: Task, state: dict[str, Any]) -> None:
 
     def run(ctx: WorkerContext, entry: CatalogEntry) -> None:
         results = ctx.segments.collect(job_id, entry.item_id)
-        samples = [
-            pipeline.SampleScore(**{**s, "box": tuple(s["box"]) if s["box"] else None})
-            for result in results
-            for s in result["samples"]
-        ]
-        info, config = pipeline.info_from_json(state["info"]), ctx.config(job_id)
+        samples = samples_from_json(results)
+        info, config = info_from_json(state["info"]), ctx.config(job_id)
         chosen = pipeline.choose(info, samples, config)
         analysis = pipeline.frame_window(
             entry, info, chosen, ctx.fetcher, ctx.inference, ctx.priority(job_id, state["first_at"]), config,
             pipeline.Decoding.from_settings(ctx.settings),
         )  # fmt: skip
-        render.apply_async((dict(state, analysis=analysis.to_json()),), priority=PRIORITY_RENDER)
+        render.apply_async((dict(state, analysis=analysis_to_json(analysis)),), priority=PRIORITY_RENDER)
         ctx.segments.clear(job_id, entry.item_id)
 
     _guarded(self, job_id, _item_id(state), run)
@@ -280,8 +285,8 @@ def render(self: Task, state: dict[str, Any]) -> None:
         config = ctx.config(job_id)
         pipeline.render_and_publish(
             entry,
-            pipeline.info_from_json(state["info"]),
-            pipeline.Analysis.from_json(state["analysis"]),
+            info_from_json(state["info"]),
+            analysis_from_json(state["analysis"]),
             ctx.fetcher,
             ctx.store(config.out),
             config,

@@ -3,6 +3,9 @@
 `run` is self-contained (embedded Redis, local workers). The catalog-operations commands (backfill, retry, job,
 status, nightly) and the long-running services (dispatcher, worker, beat, flower, gpu-daemon: container
 entrypoints) share one Redis named by REELGEN_REDIS_URL.
+
+Kept whole: one argparse tree; its commands share the parsers, exit codes and one-line error printing, and the
+whole command line is read here top to bottom (what each command does lives in jobs/, not here).
 """
 
 from __future__ import annotations

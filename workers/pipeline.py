@@ -1,7 +1,11 @@
 """The item pipeline's stages as plain functions: probe, analyse (sample, score, select, frame), render+publish.
 
-Each stage takes and returns JSON-able values so a Celery task can hand its result to the next stage; the tasks
-in workers/tasks.py only wrap these with ledger bookkeeping.
+Each stage takes and returns plain records, which workers/stage_state.py turns into the JSON a Celery task hands
+to the next stage; the tasks in workers/tasks.py only wrap these with ledger bookkeeping.
+
+Kept whole: the stages in the order an item meets them, so its path reads top to bottom; the records they pass
+cross the broker through workers/stage_state.py, and each stage's own work lives in its module (video, scoring,
+localise, text detection, framing, render).
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from reelgen import PIPELINE_VERSION, __version__
 from reelgen.catalog_entry import CatalogEntry
 from reelgen.errors import DiskFull, ImageError
 from reelgen.settings import OutputConfig, Settings
-from storage.fetch import shown
+from storage.addresses import shown
 from storage.manifest import ClipRecord, ItemManifest, WindowRecord, clip_key, manifest_key, write_manifest
 from storage.store import ObjectStore, left_by_dead_process, process_tag
 from workers.framing import plan_framing

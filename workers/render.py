@@ -3,6 +3,9 @@
 Frames stay in yuv420p from the decoder to the encoders: cropping is slicing the three planes, so there is no
 colour conversion per output (the source's pixels pass through untouched apart from the crop and any downscale).
 The audio is the same in every clip, so it is encoded once and its packets are copied into each clip.
+
+Kept whole: one decoding pass feeds every output; the pass, each output's crop, scale and letterbox, the tick
+timing and the shared audio are one loop over the same frames.
 """
 
 from __future__ import annotations

@@ -7,6 +7,10 @@ Everything goes through `open_media` and `VideoSource`, so every stage agrees on
   the file is wrong (decode-order, missing, repeated or backward timestamps; see `Timing`);
 - geometry: the display-matrix rotation and the sample aspect ratio are applied to every frame,
 so a crop planned on sampled frames lands on the same pixels when rendered.
+
+Kept whole: one open container's state (the timing verdict, the repairs counted, the keyframe index, the
+frame-size check) is what sampling, seeking, the on-screen ticks and the audio all read; split by subject, that
+state would be handed between modules on every frame.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from jobs.redis_server import EmbeddedRedis
 from reelgen.daemon_settings import DaemonSettings
 from reelgen.private import private_dir
 from storage.cache import NodeCache
-from storage.fetch import HostSlots
+from storage.http_download import HostSlots
 
 NOBODY = 65534
 as_root = pytest.mark.skipif(os.geteuid() != 0, reason="planting another user's file takes root")

@@ -17,7 +17,8 @@ import pytest
 
 from reelgen.errors import HostBusy, SourceTooSlow, SourceUnreachable
 from reelgen.settings import Settings
-from storage.fetch import Fetcher, HostSlots
+from storage.fetch import Fetcher
+from storage.http_download import HostSlots
 
 LOOPBACK = [ipaddress.ip_network("127.0.0.1/32")]
 TICK = 0.5

@@ -19,11 +19,13 @@ from urllib.parse import parse_qs, quote, urlparse
 
 import pytest
 
-import storage.fetch
+import storage.addresses
 from reelgen.errors import ForbiddenSource, SourceNotFound, SourceTooLarge, SourceUnreachable
 from reelgen.settings import Settings
+from storage.addresses import forbidden_reason, shown
 from storage.cache import NodeCache
-from storage.fetch import Fetcher, forbidden_reason, parse_retry_after, shown
+from storage.fetch import Fetcher
+from storage.http_download import parse_retry_after
 from storage.s3 import make_client
 
 LOOPBACK = [ipaddress.ip_network("127.0.0.1/32")]
@@ -445,7 +447,9 @@ def test_dns_rebinding_is_caught_at_connect(
 ) -> None:
     # Our own lookup is made to answer a public address; the connection still lands on loopback and is refused
     # before any request is sent (for https: before the TLS handshake).
-    monkeypatch.setattr(storage.fetch, "resolve", lambda host, port: [ipaddress.ip_address("93.184.216.34")])
+    monkeypatch.setattr(
+        storage.addresses, "resolve", lambda host, port: [ipaddress.ip_address("93.184.216.34")]
+    )
     fetcher = _fetcher(tmp_path, exempt_networks=[])
     url = f"{scheme}://127.0.0.1:{http.port}/video.mp4"
     with pytest.raises(ForbiddenSource, match="loopback"), fetcher.local_path(url):

@@ -17,7 +17,7 @@ from gpu_service.scheduler import PriorityKey
 from reelgen.digests import file_digest
 from reelgen.errors import ConfigError
 from workers.geometry import Box
-from workers.text_detection import TEXT_FPS, detect_text, refine_text_times, text_sample_times
+from workers.text_detection import TEXT_FPS, detect_text, plausible_text, refine_text_times, text_sample_times
 
 KEY = PriorityKey(0.0, 0.0)
 
@@ -168,3 +168,13 @@ def test_a_caption_the_detector_missed_at_one_sample_is_kept_between_the_samples
         dense.append((k / 25, gray))
     refined = refine_text_times([(0.52, []), (1.0, [box])], dense, (640, 360))
     assert all(boxes for _, boxes in refined), [t for t, boxes in refined if not boxes]
+
+
+def test_face_shaped_regions_are_not_text_but_lines_words_and_vertical_text_are() -> None:
+    width, height = 1280, 720
+    face = (500.0, 200.0, 700.0, 480.0)  # 200×280: squarish and taller than any caption line
+    caption = (100.0, 600.0, 700.0, 660.0)  # a line of text: ten times as wide as tall
+    price = (1000.0, 40.0, 1090.0, 100.0)  # "$9": squarish but caption-sized
+    vertical = (1200.0, 100.0, 1240.0, 500.0)  # a column of glyphs: far narrower than tall
+    assert not plausible_text(face, width, height)
+    assert all(plausible_text(box, width, height) for box in (caption, price, vertical))

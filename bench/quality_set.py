@@ -45,6 +45,7 @@ import cv2
 import numpy as np
 import numpy.typing as npt
 
+from devtools.sample_catalog.render import write_mp4
 from tests import real_media
 
 #: bump when the generator changes what it writes: cached sets of another version are generated again
@@ -979,43 +980,12 @@ def _audio_track(plan: ItemPlan) -> F32:
     return track
 
 
-def _audio_frames(samples: F32) -> Iterator[av.AudioFrame]:
-    for start in range(0, samples.shape[1], AUDIO_FRAME):
-        chunk = np.ascontiguousarray(samples[:, start : start + AUDIO_FRAME])
-        frame = av.AudioFrame.from_ndarray(chunk, format="fltp", layout="stereo")
-        frame.sample_rate = AUDIO_RATE
-        frame.pts = start
-        frame.time_base = Fraction(1, AUDIO_RATE)
-        yield frame
-
-
 def _encode(path: Path, plan: ItemPlan, renderer: ItemRenderer) -> list[dict[str, Any]]:
     """H.264 (x264 veryfast, one thread: items are encoded side by side) with AAC; returns per-frame truth."""
-    samples = _audio_track(plan)
-    truth: list[dict[str, Any]] = []
-    with av.open(str(path), "w", format="mp4") as container:
-        video = container.add_stream("libx264", rate=FPS, options={"preset": "veryfast", "crf": "20"})
-        video.width, video.height, video.pix_fmt = plan.width, plan.height, "yuv420p"
-        video.codec_context.thread_count = 1
-        audio = container.add_stream("aac", rate=AUDIO_RATE)
-        audio.layout = "stereo"
-        frames = _audio_frames(samples)
-        next_sample = 0
-        for k in range(plan.n_frames):
-            image, frame_truth = renderer.render(k)
-            truth.append(frame_truth)
-            frame = av.VideoFrame.from_ndarray(image, format="bgr24")
-            frame.pts = k
-            frame.time_base = Fraction(1, FPS)
-            container.mux(video.encode(frame))
-            while next_sample < (k + 1) / FPS * AUDIO_RATE and next_sample < samples.shape[1]:
-                container.mux(audio.encode(next(frames)))
-                next_sample += AUDIO_FRAME
-        container.mux(video.encode(None))
-        for rest in frames:
-            container.mux(audio.encode(rest))
-        container.mux(audio.encode(None))
-    return truth
+    return write_mp4(
+        path, (plan.width, plan.height), Fraction(FPS), plan.n_frames, renderer.render, _audio_track(plan),
+        options={"preset": "veryfast", "crf": "20"}, one_thread=True,
+    )  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------------------------------------

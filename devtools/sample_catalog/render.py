@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from fractions import Fraction
 from pathlib import Path
+from typing import TypeVar
 
 import av
 import numpy as np
@@ -24,6 +25,8 @@ from devtools.sample_catalog.product import product_sprite
 from devtools.sample_catalog.scenes import Scene, shot_scene
 from devtools.sample_catalog.truth import CaptionTruth, FrameTruth
 from devtools.sample_catalog.vocabulary import AUDIO_FRAME, AUDIO_RATE, F32, U8, Box
+
+T = TypeVar("T")
 
 
 class Renderer:
@@ -144,23 +147,35 @@ def _audio_frames(samples: F32) -> Iterator[av.AudioFrame]:
         yield frame
 
 
-def encode_item(path: Path, plan: ItemPlan, renderer: Renderer) -> list[FrameTruth]:
-    """Write the H.264/AAC MP4 with libx264's defaults (preset medium, its own threading); returns truth."""
-    rate = Fraction(plan.fps).limit_denominator(1001)
-    samples = _audio_track(plan)
-    truth: list[FrameTruth] = []
+def write_mp4(
+    path: Path,
+    size: tuple[int, int],
+    rate: Fraction,
+    n_frames: int,
+    render: Callable[[int], tuple[npt.NDArray[np.uint8], T]],
+    samples: F32,
+    *,
+    options: dict[str, str] | None = None,
+    one_thread: bool = False,
+) -> list[T]:
+    """An H.264/AAC MP4 of n_frames BGR frames from render(k) and stereo samples at AUDIO_RATE; returns what
+    render said of each frame. one_thread: x264 on one thread (items encoded side by side); else x264's own
+    threading (PyAV would ask FFmpeg for slice threads)."""
+    said: list[T] = []
     with av.open(str(path), "w", format="mp4") as container:
-        video = container.add_stream("libx264", rate=rate)
-        video.width, video.height, video.pix_fmt = plan.width, plan.height, "yuv420p"
-        # PyAV asks FFmpeg for slice threads by default; NONE leaves x264 its own default (frame threads)
-        video.codec_context.thread_type = "NONE"
+        video = container.add_stream("libx264", rate=rate, options=options or {})
+        video.width, video.height, video.pix_fmt = size[0], size[1], "yuv420p"
+        if one_thread:
+            video.codec_context.thread_count = 1
+        else:
+            video.codec_context.thread_type = "NONE"
         audio = container.add_stream("aac", rate=AUDIO_RATE)
         audio.layout = "stereo"
         audio_frames = _audio_frames(samples)
         next_sample = 0
-        for k in range(plan.n_frames):
-            image, frame_truth = renderer.render(k)
-            truth.append(frame_truth)
+        for k in range(n_frames):
+            image, about = render(k)
+            said.append(about)
             frame = av.VideoFrame.from_ndarray(image, format="bgr24")
             frame.pts = k
             frame.time_base = 1 / rate
@@ -173,4 +188,12 @@ def encode_item(path: Path, plan: ItemPlan, renderer: Renderer) -> list[FrameTru
         for rest in audio_frames:
             container.mux(audio.encode(rest))
         container.mux(audio.encode(None))
-    return truth
+    return said
+
+
+def encode_item(path: Path, plan: ItemPlan, renderer: Renderer) -> list[FrameTruth]:
+    """Write the H.264/AAC MP4 with libx264's defaults (preset medium, its own threading); returns truth."""
+    rate = Fraction(plan.fps).limit_denominator(1001)
+    return write_mp4(
+        path, (plan.width, plan.height), rate, plan.n_frames, renderer.render, _audio_track(plan)
+    )

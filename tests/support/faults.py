@@ -27,7 +27,7 @@ import numpy as np
 import redis
 
 from gpu_service.shm import PREFIX, SHM_DIR
-from tests.support.media import code_frame, make_code_video
+from tests.support.media import code_frame, make_code_video, mux_tone
 from tests.support.net import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -99,15 +99,7 @@ def write_audio_only(path: Path, seconds: float = 2.0) -> Path:
     with av.open(str(path), "w", format="mp4") as container:
         sound = container.add_stream("aac", rate=48_000)
         sound.layout = "stereo"
-        total = int(seconds * 48_000)
-        tone = (0.2 * np.sin(2 * np.pi * 440 * np.arange(total) / 48_000)).astype(np.float32)
-        for start in range(0, total, 1024):
-            chunk = np.ascontiguousarray(np.stack([tone[start : start + 1024]] * 2))
-            samples = av.AudioFrame.from_ndarray(chunk, format="fltp", layout="stereo")
-            samples.sample_rate = 48_000
-            samples.pts = start
-            container.mux(sound.encode(samples))
-        container.mux(sound.encode(None))
+        mux_tone(container, sound, seconds)
     return path
 
 

@@ -78,16 +78,21 @@ def make_code_video(
             container.mux(video.encode(frame))
         container.mux(video.encode(None))
         if sound is not None:
-            total = int((times[-1] + 1 / fps) * 48_000)
-            tone = (0.2 * np.sin(2 * np.pi * 440 * np.arange(total) / 48_000)).astype(np.float32)
-            for start in range(0, total, 1024):
-                chunk = np.ascontiguousarray(np.stack([tone[start : start + 1024]] * 2))
-                samples = av.AudioFrame.from_ndarray(chunk, format="fltp", layout="stereo")
-                samples.sample_rate = 48_000
-                samples.pts = start
-                container.mux(sound.encode(samples))
-            container.mux(sound.encode(None))
+            mux_tone(container, sound, times[-1] + 1 / fps)
     return times
+
+
+def mux_tone(container: av.container.OutputContainer, sound: av.AudioStream, seconds: float) -> None:
+    """A 440 Hz stereo tone of `seconds` from 0, encoded by `sound` (an AAC stream at 48 kHz) and flushed."""
+    total = int(seconds * 48_000)
+    tone = (0.2 * np.sin(2 * np.pi * 440 * np.arange(total) / 48_000)).astype(np.float32)
+    for start in range(0, total, 1024):
+        chunk = np.ascontiguousarray(np.stack([tone[start : start + 1024]] * 2))
+        samples = av.AudioFrame.from_ndarray(chunk, format="fltp", layout="stereo")
+        samples.sample_rate = 48_000
+        samples.pts = start
+        container.mux(sound.encode(samples))
+    container.mux(sound.encode(None))
 
 
 def write_mjpeg_sizes(path: Path, sizes: list[tuple[int, int]], fps: int = 10) -> Path:

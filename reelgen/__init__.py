@@ -12,4 +12,6 @@ except PackageNotFoundError:  # running from a source tree that was never instal
 # 3: clips at a constant frame rate (each tick shows the frame on screen), audio at 48 kHz over the clip's span.
 # 4: crop first: smaller crops placed past captions, face-shaped "text" ignored, captions timed from the frame
 #    they appear, grey products not located by colour.
-PIPELINE_VERSION = "4"
+# 5: a product cut out of a main photo is boxed where the warped photo agrees with the frame, not by its
+#    keypoints' extent.
+PIPELINE_VERSION = "5"

@@ -6,7 +6,9 @@ re-lit, partly covered and held in a hand. Normalised cross-correlation of the w
 fails on all of that, and on real footage its best position is somewhere on the background as often as not.
 Local features survive it: ORB keypoints of the product matched to the frame's (Lowe's ratio test), then a
 RANSAC homography that only a rigid, planar-ish object seen again can satisfy, give the product's outline as a
-quadrilateral and a confidence from the number of agreeing matches. ORB (1500 keypoints) on frames with a
+quadrilateral and a confidence from the number of agreeing matches. A studio shot's outline is the product's;
+a main image that is a photo to its edges also shows its surroundings, so there the product is the region where
+the photo, warped by that homography, agrees with the frame around the agreeing keypoints. ORB (1500 keypoints) on frames with a
 768 px long side found all 48 of tests/test_localise.py's turned, tilted, re-lit and partly covered placements,
 as SIFT on 640 px frames did, at under a third of SIFT's cost (18 against 60 ms a frame on 2 loaded cores).
 Plain, low-texture products have too few keypoints for that; for them the product's colours (a hue–saturation
@@ -34,9 +36,11 @@ MIN_INLIERS = 8
 FULL_INLIERS = 40
 #: a template with fewer keypoints than this is "plain": its colours are the evidence instead
 MIN_TEMPLATE_KEYPOINTS = 40
-#: the agreeing keypoints' extent is grown by this share of its size on each side: keypoints sit inside a
-#: product's outline, rarely on it
-INLIER_MARGIN = 0.12
+#: the main image warped onto the frame agrees with it where, both blurred by AGREE_BLUR px and the image
+#: scaled by a gain per channel (at most MAX_GAIN either way), no channel differs by AGREE_LEVEL (of 255)
+AGREE_BLUR = 2.0
+AGREE_LEVEL = 28.0
+MAX_GAIN = 2.5
 #: Lowe's ratio test: the best match must be this much closer than the second best
 RATIO = 0.78
 #: a plain product's colours are evidence only when its foreground's median saturation is at least this
@@ -81,6 +85,7 @@ class ProductLocator:
             if scale < 1
             else main_image
         )
+        self._image = np.ascontiguousarray(image)
         self._mask = _foreground(image)
         #: a studio shot (a plain background, removed): its foreground's outline is the product's
         self._studio = bool(self._mask.min() == 0)
@@ -152,17 +157,44 @@ class ProductLocator:
         x0, y0 = max(0.0, float(quad[:, 0].min())), max(0.0, float(quad[:, 1].min()))
         x1, y1 = min(float(w), float(quad[:, 0].max())), min(float(h), float(quad[:, 1].max()))
         if not self._studio:
-            # a main image that is a photo to its edges maps its surroundings too: the product is where the
-            # agreeing keypoints lie, grown by a margin, inside the outline
+            # a main image that is a photo to its edges maps its surroundings too: the product is the part of
+            # it seen again in the frame, the pixels where the warped photo agrees with the frame, joined to
+            # the agreeing keypoints (which cluster where the texture is: their extent alone held a third to
+            # a half of the product on bench/quality.py's tuning half)
             points = dst.reshape(-1, 2)[inliers.ravel().astype(bool)]
-            (px0, py0), (px1, py1) = points.min(axis=0), points.max(axis=0)
-            grow_x, grow_y = INLIER_MARGIN * (px1 - px0), INLIER_MARGIN * (py1 - py0)
-            x0, y0 = max(x0, float(px0 - grow_x)), max(y0, float(py0 - grow_y))
-            x1, y1 = min(x1, float(px1 + grow_x)), min(y1, float(py1 + grow_y))
+            extent = self._seen_again(frame, homography, points)
+            x0, y0 = max(x0, extent[0]), max(y0, extent[1])
+            x1, y1 = min(x1, extent[2]), min(y1, extent[3])
         if x1 - x0 < 4 or y1 - y0 < 4:
             return None
         confidence = min(1.0, int(inliers.sum()) / FULL_INLIERS)
         return Located((x0, y0, x1, y1), confidence, "features", tuple((float(x), float(y)) for x, y in quad))
+
+    def _seen_again(self, frame: np.ndarray, homography: np.ndarray, points: np.ndarray) -> Box:
+        """The box of the frame's pixels that the main image, warped onto the frame, shows again (up to a gain
+        per colour channel: the video is re-lit and white-balanced), in the regions joined to the agreeing
+        keypoints; never less than the keypoints' own extent."""
+        h, w = frame.shape[:2]
+        warped = cv2.warpPerspective(self._image, homography, (w, h), flags=cv2.INTER_LINEAR)
+        valid = cv2.warpPerspective(self._mask, homography, (w, h), flags=cv2.INTER_NEAREST)
+        seen = cv2.GaussianBlur(frame, (0, 0), AGREE_BLUR).astype(np.float32)
+        shown = cv2.GaussianBlur(warped, (0, 0), AGREE_BLUR).astype(np.float32)
+        xs = np.clip(points[:, 0].round().astype(int), 0, w - 1)
+        ys = np.clip(points[:, 1].round().astype(int), 0, h - 1)
+        # the gain is read where the product is for certain: at its agreeing keypoints
+        gain = np.clip(
+            np.median(seen[ys, xs] / np.maximum(shown[ys, xs], 8.0), axis=0), 1 / MAX_GAIN, MAX_GAIN
+        )
+        differs = np.abs(seen - shown * gain).max(axis=2)
+        agree = ((differs < AGREE_LEVEL) & (valid > 0)).astype(np.uint8)
+        agree = cv2.morphologyEx(agree, cv2.MORPH_OPEN, np.ones((3, 3), np.uint8))
+        _, labels, stats, _ = cv2.connectedComponentsWithStats(agree)
+        (px0, py0), (px1, py1) = points.min(axis=0), points.max(axis=0)
+        x0, y0, x1, y1 = float(px0), float(py0), float(px1), float(py1)
+        for label in set(labels[ys, xs].tolist()) - {0}:
+            x, y, bw, bh = (int(v) for v in stats[label, :4])
+            x0, y0, x1, y1 = min(x0, x), min(y0, y), max(x1, x + bw), max(y1, y + bh)
+        return (x0, y0, x1, y1)
 
     def _by_colour(self, frame: np.ndarray) -> Located | None:
         hsv = cv2.cvtColor(frame, cv2.COLOR_RGB2HSV)

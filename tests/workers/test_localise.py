@@ -142,3 +142,54 @@ def test_a_grey_plain_product_is_not_found_on_grey_footage_by_its_colours() -> N
     assert not locator.textured
     found = [locator.locate(frame, (FRAME[0], FRAME[1])) for frame in _backgrounds()]
     assert [f.box for f in found] == [None] * len(found)
+
+
+def _inside(box: tuple[float, ...], outer: tuple[float, ...]) -> float:
+    """The share of box inside outer."""
+    w = max(0.0, min(box[2], outer[2]) - max(box[0], outer[0]))
+    h = max(0.0, min(box[3], outer[3]) - max(box[1], outer[1]))
+    return w * h / max(1e-9, (box[2] - box[0]) * (box[3] - box[1]))
+
+
+def test_a_product_cut_out_of_its_photo_is_boxed_whole_not_only_where_its_keypoints_cluster() -> None:
+    """The main image is the whole photo (a cup on a table); the video shows only the cup, cut out along an
+    ellipse, over real footage. Its keypoints cluster on the cup's rim and the spoon: their extent holds a
+    third to a half of the product. The box must hold the product whole, and not the photo's surroundings."""
+    photo = _photo("coffee")
+    h, w = photo.shape[:2]
+    x0, y0, x1, y1 = int(0.1 * w), 0, int(0.78 * w), int(0.9 * h)
+    cup = np.ascontiguousarray(photo[y0:y1, x0:x1])
+    ellipse = np.zeros(cup.shape[:2], np.uint8)
+    cv2.ellipse(
+        ellipse,
+        (cup.shape[1] // 2, cup.shape[0] // 2),
+        (cup.shape[1] // 2, cup.shape[0] // 2),
+        0,
+        0,
+        360,
+        255,
+        -1,
+    )
+    locator = ProductLocator(photo)
+    rng = np.random.default_rng(7)
+    held, oversize = [], []
+    for background in _backgrounds()[:6]:
+        scale = rng.uniform(0.35, 0.7) * FRAME[1] / cup.shape[0]
+        turn = cv2.getRotationMatrix2D((cup.shape[1] / 2, cup.shape[0] / 2), rng.uniform(-20, 20), scale)
+        outline = np.array([[[0, 0], [cup.shape[1], 0], [cup.shape[1], cup.shape[0]], [0, cup.shape[0]]]])
+        corners = cv2.transform(outline.astype(np.float32), turn)[0]
+        low, size = corners.min(axis=0), corners.max(axis=0) - corners.min(axis=0)
+        turn[:, 2] += np.array([rng.uniform(0, FRAME[0] - size[0]), rng.uniform(0, FRAME[1] - size[1])]) - low
+        lit = np.clip(cup.astype(np.float32) * rng.uniform(0.7, 1.2, 3), 0, 255).astype(np.uint8)
+        pasted = cv2.warpAffine(lit, turn, FRAME)
+        mask = cv2.warpAffine(ellipse, turn, FRAME, flags=cv2.INTER_NEAREST)
+        frame = np.where(mask[..., None] > 0, pasted, background)
+        ys, xs = np.nonzero(mask)
+        truth = (float(xs.min()), float(ys.min()), float(xs.max() + 1), float(ys.max() + 1))
+        found = locator.locate(frame, FRAME)
+        assert found.box is not None
+        held.append(_inside(truth, found.box))
+        area = (found.box[2] - found.box[0]) * (found.box[3] - found.box[1])
+        oversize.append(area / ((truth[2] - truth[0]) * (truth[3] - truth[1])))
+    assert np.mean(np.array(held) >= 0.9) >= 0.8, [round(v, 2) for v in held]
+    assert max(oversize) < 1.6, [round(v, 2) for v in oversize]

@@ -6,9 +6,9 @@ re-lit, partly covered and held in a hand. Normalised cross-correlation of the w
 fails on all of that, and on real footage its best position is somewhere on the background as often as not.
 Local features survive it: ORB keypoints of the product matched to the frame's (Lowe's ratio test), then a
 RANSAC homography that only a rigid, planar-ish object seen again can satisfy, give the product's outline as a
-quadrilateral and a confidence from the number of agreeing matches. A studio shot's outline is the product's;
-a main image that is a photo to its edges also shows its surroundings, so there the product is the region where
-the photo, warped by that homography, agrees with the frame around the agreeing keypoints. ORB (1500 keypoints) on frames with a
+quadrilateral and a confidence from the number of agreeing matches. That outline is the whole main image's, which
+often shows more than the product (a photo to its edges, a plain border round a whole scene): the box is the
+region where the main image, warped by the homography, agrees with the frame around the agreeing keypoints. ORB (1500 keypoints) on frames with a
 768 px long side found all 48 of tests/test_localise.py's turned, tilted, re-lit and partly covered placements,
 as SIFT on 640 px frames did, at under a third of SIFT's cost (18 against 60 ms a frame on 2 loaded cores).
 Plain, low-texture products have too few keypoints for that; for them the product's colours (a hue–saturation
@@ -41,6 +41,9 @@ MIN_TEMPLATE_KEYPOINTS = 40
 AGREE_BLUR = 2.0
 AGREE_LEVEL = 28.0
 MAX_GAIN = 2.5
+#: in a studio shot, an agreeing region not joined to the keypoints counts when it is at least this share of
+#: the joined ones' area
+SPLIT_SHARE = 0.1
 #: Lowe's ratio test: the best match must be this much closer than the second best
 RATIO = 0.78
 #: a plain product's colours are evidence only when its foreground's median saturation is at least this
@@ -87,7 +90,7 @@ class ProductLocator:
         )
         self._image = np.ascontiguousarray(image)
         self._mask = _foreground(image)
-        #: a studio shot (a plain background, removed): its foreground's outline is the product's
+        #: a studio shot (a plain background, removed): only its foreground is the product
         self._studio = bool(self._mask.min() == 0)
         self._orb = cv2.ORB_create(nfeatures=1500, scaleFactor=1.2, nlevels=8)  # type: ignore[attr-defined]
         grey = cv2.cvtColor(image, cv2.COLOR_RGB2GRAY)
@@ -156,15 +159,14 @@ class ProductLocator:
         h, w = frame.shape[:2]
         x0, y0 = max(0.0, float(quad[:, 0].min())), max(0.0, float(quad[:, 1].min()))
         x1, y1 = min(float(w), float(quad[:, 0].max())), min(float(h), float(quad[:, 1].max()))
-        if not self._studio:
-            # a main image that is a photo to its edges maps its surroundings too: the product is the part of
-            # it seen again in the frame, the pixels where the warped photo agrees with the frame, joined to
-            # the agreeing keypoints (which cluster where the texture is: their extent alone held a third to
-            # a half of the product on bench/quality.py's tuning half)
-            points = dst.reshape(-1, 2)[inliers.ravel().astype(bool)]
-            extent = self._seen_again(frame, homography, points)
-            x0, y0 = max(x0, extent[0]), max(y0, extent[1])
-            x1, y1 = min(x1, extent[2]), min(y1, extent[3])
+        # The product is the part of the main image seen again in the frame: the pixels where the image, warped
+        # by the homography, agrees with the frame, joined to the agreeing keypoints (which cluster where the
+        # texture is: their extent alone held a third to a half of the product on bench/quality.py's tuning
+        # half). The outline maps all the main image shows: a photo to its edges maps its surroundings too,
+        # and a plain "studio" border can frame a whole scene (a sky over a launch pad and its rocket).
+        points = dst.reshape(-1, 2)[inliers.ravel().astype(bool)]
+        ex0, ey0, ex1, ey1 = self._seen_again(frame, homography, points)
+        x0, y0, x1, y1 = max(x0, ex0), max(y0, ey0), min(x1, ex1), min(y1, ey1)
         if x1 - x0 < 4 or y1 - y0 < 4:
             return None
         confidence = min(1.0, int(inliers.sum()) / FULL_INLIERS)
@@ -189,9 +191,15 @@ class ProductLocator:
         agree = ((differs < AGREE_LEVEL) & (valid > 0)).astype(np.uint8)
         agree = cv2.morphologyEx(agree, cv2.MORPH_OPEN, np.ones((3, 3), np.uint8))
         _, labels, stats, _ = cv2.connectedComponentsWithStats(agree)
+        joined = set(labels[ys, xs].tolist()) - {0}
+        if self._studio:
+            # inside a studio shot's outline every agreeing pixel is the product's: a part that an occluder
+            # cuts off from the keypoints counts too, when it is no speck
+            least = SPLIT_SHARE * sum(int(stats[label, cv2.CC_STAT_AREA]) for label in joined)
+            joined |= {k for k in range(1, len(stats)) if stats[k, cv2.CC_STAT_AREA] >= least}
         (px0, py0), (px1, py1) = points.min(axis=0), points.max(axis=0)
         x0, y0, x1, y1 = float(px0), float(py0), float(px1), float(py1)
-        for label in set(labels[ys, xs].tolist()) - {0}:
+        for label in joined:
             x, y, bw, bh = (int(v) for v in stats[label, :4])
             x0, y0, x1, y1 = min(x0, x), min(y0, y), max(x1, x + bw), max(y1, y + bh)
         return (x0, y0, x1, y1)

@@ -19,6 +19,7 @@ walls). Pure: arrays in, boxes out.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import cv2
@@ -39,6 +40,7 @@ MIN_TEMPLATE_KEYPOINTS = 40
 #: the main image warped onto the frame agrees with it where, both blurred by AGREE_BLUR px and the image
 #: scaled by a gain per channel (at most MAX_GAIN either way), no channel differs by AGREE_LEVEL (of 255)
 AGREE_BLUR = 2.0
+AGREE_SIDE = 256
 AGREE_LEVEL = 28.0
 MAX_GAIN = 2.5
 #: in a studio shot, an agreeing region not joined to the keypoints counts when it is at least this share of
@@ -165,24 +167,34 @@ class ProductLocator:
         # half). The outline maps all the main image shows: a photo to its edges maps its surroundings too,
         # and a plain "studio" border can frame a whole scene (a sky over a launch pad and its rocket).
         points = dst.reshape(-1, 2)[inliers.ravel().astype(bool)]
-        ex0, ey0, ex1, ey1 = self._seen_again(frame, homography, points)
+        ex0, ey0, ex1, ey1 = self._seen_again(frame, homography, points, (x0, y0, x1, y1))
         x0, y0, x1, y1 = max(x0, ex0), max(y0, ey0), min(x1, ex1), min(y1, ey1)
         if x1 - x0 < 4 or y1 - y0 < 4:
             return None
         confidence = min(1.0, int(inliers.sum()) / FULL_INLIERS)
         return Located((x0, y0, x1, y1), confidence, "features", tuple((float(x), float(y)) for x, y in quad))
 
-    def _seen_again(self, frame: np.ndarray, homography: np.ndarray, points: np.ndarray) -> Box:
+    def _seen_again(self, frame: np.ndarray, homography: np.ndarray, points: np.ndarray, box: Box) -> Box:
         """The box of the frame's pixels that the main image, warped onto the frame, shows again (up to a gain
         per colour channel: the video is re-lit and white-balanced), in the regions joined to the agreeing
-        keypoints; never less than the keypoints' own extent."""
-        h, w = frame.shape[:2]
-        warped = cv2.warpPerspective(self._image, homography, (w, h), flags=cv2.INTER_LINEAR)
-        valid = cv2.warpPerspective(self._mask, homography, (w, h), flags=cv2.INTER_NEAREST)
-        seen = cv2.GaussianBlur(frame, (0, 0), AGREE_BLUR).astype(np.float32)
-        shown = cv2.GaussianBlur(warped, (0, 0), AGREE_BLUR).astype(np.float32)
-        xs = np.clip(points[:, 0].round().astype(int), 0, w - 1)
-        ys = np.clip(points[:, 1].round().astype(int), 0, h - 1)
+        keypoints; never less than the keypoints' own extent. Worked out inside box (the outline's bounds) at
+        most AGREE_SIDE pixels a side: the comparison is of blurred colours, which need no more."""
+        x0, y0 = int(box[0]), int(box[1])
+        x1, y1 = max(x0 + 1, math.ceil(box[2])), max(y0 + 1, math.ceil(box[3]))
+        scale = min(1.0, AGREE_SIDE / max(x1 - x0, y1 - y0))
+        size = (max(1, round((x1 - x0) * scale)), max(1, round((y1 - y0) * scale)))
+        to_roi = (
+            np.array([[scale, 0.0, -x0 * scale], [0.0, scale, -y0 * scale], [0.0, 0.0, 1.0]]) @ homography
+        )
+        warped = cv2.warpPerspective(self._image, to_roi, size, flags=cv2.INTER_LINEAR)
+        valid = cv2.warpPerspective(self._mask, to_roi, size, flags=cv2.INTER_NEAREST)
+        roi = cv2.resize(frame[y0:y1, x0:x1], size, interpolation=cv2.INTER_AREA)
+        sigma = max(0.5, AGREE_BLUR * scale)
+        seen = cv2.GaussianBlur(roi, (0, 0), sigma).astype(np.float32)
+        shown = cv2.GaussianBlur(warped, (0, 0), sigma).astype(np.float32)
+        at = (points - np.array([x0, y0])) * scale
+        xs = np.clip(at[:, 0].round().astype(int), 0, size[0] - 1)
+        ys = np.clip(at[:, 1].round().astype(int), 0, size[1] - 1)
         # the gain is read where the product is for certain: at its agreeing keypoints
         gain = np.clip(
             np.median(seen[ys, xs] / np.maximum(shown[ys, xs], 8.0), axis=0), 1 / MAX_GAIN, MAX_GAIN
@@ -198,11 +210,12 @@ class ProductLocator:
             least = SPLIT_SHARE * sum(int(stats[label, cv2.CC_STAT_AREA]) for label in joined)
             joined |= {k for k in range(1, len(stats)) if stats[k, cv2.CC_STAT_AREA] >= least}
         (px0, py0), (px1, py1) = points.min(axis=0), points.max(axis=0)
-        x0, y0, x1, y1 = float(px0), float(py0), float(px1), float(py1)
+        ex0, ey0, ex1, ey1 = float(px0), float(py0), float(px1), float(py1)
         for label in joined:
             x, y, bw, bh = (int(v) for v in stats[label, :4])
-            x0, y0, x1, y1 = min(x0, x), min(y0, y), max(x1, x + bw), max(y1, y + bh)
-        return (x0, y0, x1, y1)
+            ex0, ey0 = min(ex0, x0 + x / scale), min(ey0, y0 + y / scale)
+            ex1, ey1 = max(ex1, x0 + (x + bw) / scale), max(ey1, y0 + (y + bh) / scale)
+        return (ex0, ey0, ex1, ey1)
 
     def _by_colour(self, frame: np.ndarray) -> Located | None:
         hsv = cv2.cvtColor(frame, cv2.COLOR_RGB2HSV)

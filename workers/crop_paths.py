@@ -88,6 +88,20 @@ class Segment:
     subject_boxes: np.ndarray | None
 
 
+#: a subject is too big for a crop, and a reason to letterbox, only when this share of its box's length is
+#: longer than the crop: a located box is no more exact than a few per cent (on bench/quality.py's tuning half
+#: one was 291 px tall where the product was 269, against a crop 288 px tall), and demanding every last pixel
+#: letterboxed a product that fits. Where the whole box fits the crop the path holds it whole; where only this
+#: share does, the path must hold that, centred (left free there, text pushed such crops off the product).
+HELD_SHARE = 0.95
+
+
+def held_span(a: float, b: float) -> tuple[float, float]:
+    """The central HELD_SHARE of [a, b]."""
+    trim = (1 - HELD_SHARE) / 2 * (b - a)
+    return a + trim, b - trim
+
+
 def build_segment(
     line: CropLine,
     t0: float,
@@ -123,7 +137,7 @@ def build_segment(
         a, b, _, _ = line.split((box[0], box[1], box[2], box[3]))
         target[i] = min(max((a + b) / 2 - line.crop / 2, 0.0), float(line.last))
         subject_ok[i] = _fit(line, a - margin, b + margin)
-        inside[i] = _fit(line, a, b)
+        inside[i] = _fit(line, a, b) or _fit(line, *held_span(a, b))
     return Segment(times, safe, between, subject_ok, inside, target, boxes)
 
 
@@ -138,8 +152,11 @@ def _fit(line: CropLine, a: float, b: float) -> Interval | None:
 def _steady(segment: Segment, line: CropLine) -> int | None:
     """One position valid at every key (text-safe, subject inside), nearest the median subject position."""
     allowed: list[Interval] = [(0, line.last)]
-    for safe, subject in zip(segment.safe, segment.subject, strict=True):
-        allowed = intersect(allowed, safe if subject is None else intersect(safe, [subject]))
+    for safe, margin, inside in zip(segment.safe, segment.subject, segment.inside, strict=True):
+        # a subject too long for its margin must still be inside: without it a steady crop pushed off the
+        # subject by text would count no miss
+        holds = margin if margin is not None else inside
+        allowed = intersect(allowed, safe if holds is None else intersect(safe, [holds]))
         if not allowed:
             return None
     want = float(np.median(segment.target))

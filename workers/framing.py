@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from workers.crop_paths import CUT_EPSILON_S, FramingParams, Segment, build_segment, plan_segment
+from workers.crop_paths import CUT_EPSILON_S, HELD_SHARE, FramingParams, Segment, build_segment, plan_segment
 from workers.geometry import AspectSize, Box, CropLine, CropPath, CropRect, aspect_size, crop_line, even
 from workers.text_regions import TextTrack, text_clearance, text_union
 
@@ -153,8 +153,8 @@ def _across_misses(segments: Sequence[Segment], line: CropLine) -> int:
     return misses
 
 
-def _too_big(segments: Sequence[Segment], line: CropLine) -> tuple[int, int]:
-    """(keys, keys where the subject is longer than the crop along its moving axis)."""
+def _too_big(segments: Sequence[Segment], line: CropLine, held: float = HELD_SHARE) -> tuple[int, int]:
+    """(keys, keys where the held share of the subject is longer than the crop along its moving axis)."""
     keys = too_big = 0
     for segment in segments:
         keys += len(segment.times)
@@ -162,7 +162,7 @@ def _too_big(segments: Sequence[Segment], line: CropLine) -> tuple[int, int]:
             continue
         for box, inside in zip(segment.subject_boxes, segment.inside, strict=True):
             a, b, _, _ = line.split((box[0], box[1], box[2], box[3]))
-            too_big += inside is None and min(b, line.length) - max(a, 0) > line.crop
+            too_big += inside is None and held * (min(b, line.length) - max(a, 0)) > line.crop
     return keys, too_big
 
 
@@ -278,8 +278,9 @@ def _plan_aspect(
         reason = reason or PAD_TEXT_AND_SUBJECT
     keys = _too_big(segments_on(crop, track), crop)[0]
     for line in wider:
+        # a letterboxed region is widened to show the subject whole
         segments = segments_on(line, track)
-        if reason == PAD_SUBJECT_TOO_BIG and _too_big(segments, line)[1] > params.pad_share * keys:
+        if reason == PAD_SUBJECT_TOO_BIG and _too_big(segments, line, held=1.0)[1] > params.pad_share * keys:
             continue  # a region the subject does not fit either
         padded = _plan_line(line, segments, params, params.subject_miss)
         if padded is not None:

@@ -276,3 +276,35 @@ def test_a_smaller_crop_passes_a_caption_at_the_frame_edge_instead_of_letterboxi
         rect = path(t)
         assert rect.w * 16 == rect.h * 9 and not cuts_box(rect, caption, margin=6)
         assert holds(rect, crossing(t))
+
+
+def _held_share(rect: CropRect, box: Box) -> float:
+    """The share of box's width and of its height the crop holds, whichever is less."""
+    w = max(0.0, min(box[2], rect.x + rect.w) - max(box[0], rect.x)) / (box[2] - box[0])
+    h = max(0.0, min(box[3], rect.y + rect.h) - max(box[1], rect.y)) / (box[3] - box[1])
+    return min(w, h)
+
+
+def test_a_product_a_few_pixels_longer_than_the_crop_is_cropped_holding_most_of_it() -> None:
+    """A product box 4 % wider than 9:16's crop (a located box is no more exact than that) is a crop centred on
+    it, holding at least 95 % of it, not a letterboxed clip; one a third wider than the crop is letterboxed."""
+    crop_w = 198
+    near = [(t, (200.0, 60.0, 200.0 + 1.04 * crop_w, 300.0)) for t in np.arange(1.0, 8.0, 0.5)]
+    plan = plan_framing(2.0, 7.0, W, H, [(9, 16)], near, [])["9:16"]
+    assert not plan.padded, plan.padded_reason
+    assert all(_held_share(plan.crop_path()(t), near[0][1]) >= 0.95 for t in frame_times(2.0, 7.0))
+    wide = [(t, (200.0, 60.0, 200.0 + 1.3 * crop_w, 300.0)) for t in np.arange(1.0, 8.0, 0.5)]
+    assert plan_framing(2.0, 7.0, W, H, [(9, 16)], wide, [])["9:16"].padded_reason == PAD_SUBJECT_TOO_BIG
+
+
+def test_a_crop_holding_less_than_the_held_share_of_a_product_slightly_wider_than_it_is_not_taken() -> None:
+    """A product 4 % wider than 9:16's crop may be cropped holding 95 % of it, but a caption just right of it
+    leaves room only for crops holding 90 %: those are misses, and the clip is letterboxed for the text."""
+    crop_w = 198
+    product = (200.0, 60.0, 200.0 + 1.04 * crop_w, 300.0)
+    subject = [(t, product) for t in np.arange(1.0, 8.0, 0.5)]
+    caption = (400.0, 300.0, 600.0, 340.0)  # its clearance begins 14 px left of it, at x = 386
+    text = [(float(t), [caption]) for t in np.arange(1.0, 8.0, 0.5)]
+    plan = plan_framing(2.0, 7.0, W, H, [(9, 16)], subject, text)["9:16"]
+    assert plan.padded and plan.padded_reason == PAD_TEXT_AND_SUBJECT
+    assert not any(cuts_box(plan.crop_path()(t), caption) for t in frame_times(2.0, 7.0))

@@ -1,0 +1,160 @@
+"""The product locator alone on the real-footage quality set (bench/quality_set.py): how often it finds the
+product, and whether the box it gives holds it.
+
+Every frame at the pipeline's sampling rate (2 per second) is scaled as the sampler scales it and located
+against the item's main image (workers.localise), then compared with the ground truth:
+
+- found: product frames where the locator gave a box;
+- held: of those, boxes holding >= 70 % of the true box (and IoU > 0.3): a box that follows the product;
+  the rest lie on part of it (too small) or elsewhere;
+- background_found: frames without the product where the locator gave a box anyway (false positives);
+- items_never_found: product items where no frame was found (the crop then follows faces or saliency).
+
+It runs the locator in this process: no reelgen run, no daemon. A set is generated (or reused) by
+bench/quality.py; --rev compares with the locator as committed at a git revision, side by side.
+
+Usage: .venv/bin/python bench/locate.py [--items 16] [--half tuning|heldout] [--rev REV]
+Only aggregates are printed for the held-out half, as bench/quality.py does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import sys
+import time
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import av
+import cv2
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench.quality import DATA, checkout, ensure_set  # noqa: E402
+from bench.quality_set import Half  # noqa: E402
+from monitoring.machine import machine_lines  # noqa: E402
+from workers.scoring import product_template  # noqa: E402
+
+SAMPLE_FPS = 2.0
+Rect = tuple[float, float, float, float]
+
+
+def _inside(box: Rect, outer: Rect) -> float:
+    w = max(0.0, min(box[2], outer[2]) - max(box[0], outer[0]))
+    h = max(0.0, min(box[3], outer[3]) - max(box[1], outer[1]))
+    return w * h / max(1e-9, (box[2] - box[0]) * (box[3] - box[1]))
+
+
+def _iou(a: Rect, b: Rect) -> float:
+    w = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
+    h = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - w * h
+    return w * h / union if union > 0 else 0.0
+
+
+def _load_localise(rev: str | None) -> tuple[ModuleType, str]:
+    """workers.localise as in this tree, or as committed at rev (loaded from its unpacked copy)."""
+    if rev is None:
+        import workers.localise as here
+
+        return here, "working tree"
+    folder, commit = checkout(rev)
+    spec = importlib.util.spec_from_file_location(f"localise_{commit}", folder / "workers" / "localise.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    # dataclasses look their module up by name while the class is made
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module, commit
+
+
+def _frames(video: Path, truth: dict[str, Any], side: int) -> list[tuple[int, np.ndarray]]:
+    """(frame index, RGB at the locator's size) every 1/SAMPLE_FPS seconds."""
+    fps, width, height = float(truth["fps"]), int(truth["width"]), int(truth["height"])
+    wanted = {round(k / SAMPLE_FPS * fps) for k in range(int(truth["duration_s"] * SAMPLE_FPS))}
+    scale = side / max(width, height)
+    size = (round(width * scale), round(height * scale))
+    out = []
+    with av.open(str(video)) as container:
+        for index, frame in enumerate(container.decode(video=0)):
+            if index in wanted:
+                out.append(
+                    (index, cv2.resize(frame.to_ndarray(format="rgb24"), size, interpolation=cv2.INTER_AREA))
+                )
+    return out
+
+
+def measure(localise: ModuleType, catalog: Path, show_items: bool) -> dict[str, Any]:
+    folder = catalog.parent
+    truth = json.loads((folder / "truth.json").read_text())["items"]
+    entries = [json.loads(line) for line in catalog.read_text().splitlines()]
+    totals = {"product_frames": 0, "found": 0, "held": 0, "background_frames": 0, "background_found": 0}
+    never = 0
+    cpu = 0.0
+    for entry in entries:
+        item = truth[entry["item_id"]]
+        picture = cv2.imread(str(folder / entry["image"]))
+        assert picture is not None, entry["image"]
+        locator = localise.ProductLocator(product_template(cv2.cvtColor(picture, cv2.COLOR_BGR2RGB)))
+        size = (int(item["width"]), int(item["height"]))
+        marks = []
+        for index, frame in _frames(folder / entry["video"], item, localise.LOCATE_SIDE):
+            started = time.process_time()
+            box = locator.locate(frame, size).box
+            cpu += time.process_time() - started
+            real = item["frames"][index]["box"]
+            if real is None:
+                totals["background_frames"] += 1
+                totals["background_found"] += box is not None
+                continue
+            totals["product_frames"] += 1
+            if box is None:
+                marks.append(".")
+                continue
+            totals["found"] += 1
+            held = _inside(tuple(real), box) >= 0.7 and _iou(tuple(real), box) > 0.3
+            totals["held"] += held
+            marks.append("H" if held else "p")
+        if item["has_product"] and "H" not in marks and "p" not in marks:
+            never += 1
+        if show_items and item["has_product"]:
+            print(
+                f"  {entry['item_id']} {item['photo']:<22} {' '.join(item['conditions'])}: {''.join(marks)}"
+            )
+    return {**totals, "items_never_found": never, "locate_cpu_s": round(cpu, 2)}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--items", type=int, default=16)
+    parser.add_argument("--half", choices=("tuning", "heldout"), default="tuning")
+    parser.add_argument("--rev", help="also measure the locator as committed at this git revision")
+    args = parser.parse_args()
+    half: Half = args.half
+    for line in machine_lines():
+        print(line)
+    catalog = ensure_set(half, args.items, reuse=True)
+    print(f"set: {catalog.parent.relative_to(DATA.parent.parent)}; per item, H: a box holding the product, "
+          "p: a box on part of it or elsewhere, .: not found")  # fmt: skip
+    figures: dict[str, Any] = {}
+    runs = [(None, "")] + ([(args.rev, "baseline_")] if args.rev else [])
+    for rev, prefix in runs:
+        localise, label = _load_localise(rev)
+        print(f"{label}:")
+        result = measure(localise, catalog, show_items=half == "tuning")
+        print(f"  {result}")
+        figures |= {prefix + key: value for key, value in result.items()}
+    print(json.dumps({"half": half, "items": args.items, **figures}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

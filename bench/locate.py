@@ -36,26 +36,18 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.quality import DATA, checkout, ensure_set  # noqa: E402
+from bench.quality import DATA, Rect, area, as_rect, checkout, ensure_set, share_inside  # noqa: E402
 from bench.quality_set import Half  # noqa: E402
 from monitoring.machine import machine_lines  # noqa: E402
 from workers.scoring import product_template  # noqa: E402
 
 SAMPLE_FPS = 2.0
-Rect = tuple[float, float, float, float]
-
-
-def _inside(box: Rect, outer: Rect) -> float:
-    w = max(0.0, min(box[2], outer[2]) - max(box[0], outer[0]))
-    h = max(0.0, min(box[3], outer[3]) - max(box[1], outer[1]))
-    return w * h / max(1e-9, (box[2] - box[0]) * (box[3] - box[1]))
 
 
 def _iou(a: Rect, b: Rect) -> float:
-    w = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
-    h = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
-    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - w * h
-    return w * h / union if union > 0 else 0.0
+    meet = share_inside(a, b) * area(a)
+    union = area(a) + area(b) - meet
+    return meet / union if union > 0 else 0.0
 
 
 def _load_localise(rev: str | None) -> tuple[ModuleType, str]:
@@ -118,7 +110,7 @@ def measure(localise: ModuleType, catalog: Path, show_items: bool) -> dict[str, 
                 marks.append(".")
                 continue
             totals["found"] += 1
-            held = _inside(tuple(real), box) >= 0.7 and _iou(tuple(real), box) > 0.3
+            held = share_inside(as_rect(real), box) >= 0.7 and _iou(as_rect(real), box) > 0.3
             totals["held"] += held
             marks.append("H" if held else "p")
         if item["has_product"] and "H" not in marks and "p" not in marks:

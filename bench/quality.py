@@ -204,17 +204,17 @@ def largest_crop(label: str, width: int, height: int) -> tuple[int, int]:
     return a * m, b * m
 
 
-def _area(r: Rect) -> float:
+def area(r: Rect) -> float:
     return max(0.0, r[2] - r[0]) * max(0.0, r[3] - r[1])
 
 
-def _inside(box: Rect, crop: Rect) -> float:
+def share_inside(box: Rect, crop: Rect) -> float:
     """The share of box inside crop."""
     meet = (max(box[0], crop[0]), max(box[1], crop[1]), min(box[2], crop[2]), min(box[3], crop[3]))
-    return _area(meet) / max(_area(box), 1e-9)
+    return area(meet) / max(area(box), 1e-9)
 
 
-def _rect(values: Sequence[float]) -> Rect:
+def as_rect(values: Sequence[float]) -> Rect:
     return (float(values[0]), float(values[1]), float(values[2]), float(values[3]))
 
 
@@ -335,8 +335,10 @@ def score_item(manifest: dict[str, Any] | None, truth: dict[str, Any]) -> ItemSc
             box = frame["box"]
             if box is not None and box[2] - box[0] <= crop_w and box[3] - box[1] <= crop_h:
                 clip.fit_frames += 1
-                clip.held_frames += _inside(_rect(box), crop) >= INSIDE
-            cut = any(CAPTION_SLACK < _inside(_rect(c), crop) < 1 - CAPTION_SLACK for c in frame["captions"])
+                clip.held_frames += share_inside(as_rect(box), crop) >= INSIDE
+            cut = any(
+                CAPTION_SLACK < share_inside(as_rect(c), crop) < 1 - CAPTION_SLACK for c in frame["captions"]
+            )
             clip.caption_cut_frames += cut
         score.clips.append(clip)
     return score
@@ -425,7 +427,7 @@ def ocr_clip(job: OcrJob) -> TextCuts:
                 continue
             cut += 1
             source = _to_source(box, crop, job)
-            on_captions += any(_inside(source, _rect(c)) >= 0.3 for c in job.captions[row])
+            on_captions += any(share_inside(source, as_rect(c)) >= 0.3 for c in job.captions[row])
             if job.padded:
                 continue
             made = {
@@ -576,7 +578,7 @@ def contact_sheet(
         for entry in output["crops"]:
             k = _frame_index(float(entry["t"]), fps, n)
             box = truth["frames"][k]["box"]
-            if box is not None and _inside(_rect(box), _crop_rect(entry)) < INSIDE:
+            if box is not None and share_inside(as_rect(box), _crop_rect(entry)) < INSIDE:
                 failures[k] += 1
     indices = [_frame_index(t, fps, n) for t in times]
     if failures:

@@ -278,7 +278,7 @@ def _plan_aspect(
         reason = reason or PAD_TEXT_AND_SUBJECT
     keys = _too_big(segments_on(crop, track), crop)[0]
     for line in wider:
-        # a letterboxed region is widened to show the subject whole
+        # a region shorter than the whole subject (not only its held share) at too many keys is passed over
         segments = segments_on(line, track)
         if reason == PAD_SUBJECT_TOO_BIG and _too_big(segments, line, held=1.0)[1] > params.pad_share * keys:
             continue  # a region the subject does not fit either

@@ -8,8 +8,8 @@ Local features survive it: ORB keypoints of the product matched to the frame's (
 RANSAC homography that only a rigid, planar-ish object seen again can satisfy, give the product's outline as a
 quadrilateral and a confidence from the number of agreeing matches. That outline is the whole main image's, which
 often shows more than the product (a photo to its edges, a plain border round a whole scene): the box is the
-region where the main image, warped by the homography, agrees with the frame around the agreeing keypoints. ORB (1500 keypoints) on frames with a
-768 px long side found all 48 of tests/test_localise.py's turned, tilted, re-lit and partly covered placements,
+region where the main image, warped by the homography, agrees with the frame around the agreeing keypoints.
+ORB (1500 keypoints) on frames with a 768 px long side found all 48 of tests/test_localise.py's turned, tilted, re-lit and partly covered placements,
 as SIFT on 640 px frames did, at under a third of SIFT's cost (18 against 60 ms a frame on 2 loaded cores).
 Plain, low-texture products have too few keypoints for that; for them the product's colours (a hue–saturation
 histogram of the main image's foreground, back-projected onto the frame) give a blob, trusted less, where the

@@ -546,10 +546,11 @@ def item_line(score: ItemScore) -> str:
     )
     padded = ",".join(c.aspect for c in score.clips if c.padded) or "-"
     cut = ",".join(c.aspect for c in score.clips if c.caption_cut_frames) or "-"
+    text_cut = ",".join(c.aspect for c in score.clips if c.text_cut_crop_edges) or "-"
     return (
         f"  {score.item_id:<10} {score.shape:<5} {'product' if score.has_product else 'none   '} "
         f"{score.status:<6} window {window} interval {interval} {hit}  inside {inside or '-'}  "
-        f"letterboxed {padded}  caption cut {cut}  [{' '.join(score.conditions)}]"
+        f"letterboxed {padded}  caption cut {cut}  text at crop edge {text_cut}  [{' '.join(score.conditions)}]"
     )
 
 

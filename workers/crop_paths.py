@@ -80,8 +80,10 @@ class Segment:
     between: list[list[Interval]]
     #: positions keeping the subject inside with its margin, per key (None: no subject, or too big)
     subject: list[Interval | None]
-    #: positions keeping the subject inside at all (no margin): the requirement, where the margin is a wish
+    #: positions keeping the subject inside at all (no margin): a wish second only to text safety
     inside: list[Interval | None]
+    #: positions keeping the subject's central HELD_SHARE inside: the requirement, where the rest is a wish
+    held: list[Interval | None]
     #: desired crop position (subject centred) per key
     target: np.ndarray
     #: the subject's box per key (None: no subject samples in the segment)
@@ -93,6 +95,8 @@ class Segment:
 #: one was 291 px tall where the product was 269, against a crop 288 px tall), and demanding every last pixel
 #: letterboxed a product that fits. Where the whole box fits the crop the path holds it whole; where only this
 #: share does, the path must hold that, centred (left free there, text pushed such crops off the product).
+#: Where text keeps every crop a few pixels off a box that fits, holding this share is holding the product too:
+#: the edge is trimmed rather than the clip letterboxed.
 HELD_SHARE = 0.95
 
 
@@ -132,13 +136,15 @@ def build_segment(
     margin = params.subject_margin * line.crop
     subject_ok: list[Interval | None] = [None] * (n + 1)
     inside: list[Interval | None] = [None] * (n + 1)
+    held: list[Interval | None] = [None] * (n + 1)
     target = np.full(n + 1, line.last / 2)
     for i, box in enumerate(boxes if boxes is not None else []):
         a, b, _, _ = line.split((box[0], box[1], box[2], box[3]))
         target[i] = min(max((a + b) / 2 - line.crop / 2, 0.0), float(line.last))
         subject_ok[i] = _fit(line, a - margin, b + margin)
-        inside[i] = _fit(line, a, b) or _fit(line, *held_span(a, b))
-    return Segment(times, safe, between, subject_ok, inside, target, boxes)
+        held[i] = _fit(line, *held_span(a, b))
+        inside[i] = _fit(line, a, b) or held[i]
+    return Segment(times, safe, between, subject_ok, inside, held, target, boxes)
 
 
 def _fit(line: CropLine, a: float, b: float) -> Interval | None:
@@ -154,7 +160,7 @@ def _steady(segment: Segment, line: CropLine) -> int | None:
     allowed: list[Interval] = [(0, line.last)]
     for safe, margin, inside in zip(segment.safe, segment.subject, segment.inside, strict=True):
         # a subject too long for its margin must still be inside: without it a steady crop pushed off the
-        # subject by text would count no miss
+        # subject by text would count no miss; one that text keeps off part of it is a moving crop's to follow
         holds = margin if margin is not None else inside
         allowed = intersect(allowed, safe if holds is None else intersect(safe, [holds]))
         if not allowed:
@@ -166,9 +172,11 @@ def _steady(segment: Segment, line: CropLine) -> int | None:
     return int(min(max(round(want / 2) * 2, best[0]), best[1]))
 
 
-# DP costs, in units of the moving axis's length: tracking is the base; a subject outside the crop costs
-# as much as being a whole frame off target fifty times over, so text safety (hard) wins, then the subject.
+# DP costs, in units of the moving axis's length: tracking is the base; a subject outside the crop (its held
+# share not inside) costs as much as being a whole frame off target fifty times over, so text safety (hard)
+# wins, then the subject; trimming the subject's edge (held share inside, not all of it) comes next.
 SUBJECT_MISS_COST = 50.0
+TRIM_COST = 5.0
 MARGIN_MISS_COST = 0.5
 MOVE_COST = 0.05
 
@@ -198,8 +206,9 @@ def _corridors(segment: Segment, line: CropLine, params: FramingParams) -> tuple
 
     def node(i: int) -> np.ndarray:
         cost = ((grid - segment.target[i]) / scale) ** 2
-        tight = outside(segment.inside[i])
+        tight = outside(segment.held[i])
         cost = cost + np.where(tight > 0, SUBJECT_MISS_COST * (1.0 + tight / scale), 0.0)
+        cost = cost + np.where(outside(segment.inside[i]) > 0, TRIM_COST, 0.0)
         cost = cost + np.where(outside(segment.subject[i]) > 0, MARGIN_MISS_COST, 0.0)
         return np.where(member(segment.safe[i]) >= 0, cost, np.inf)
 
@@ -236,13 +245,13 @@ def _corridors(segment: Segment, line: CropLine, params: FramingParams) -> tuple
     for i, g in enumerate(path):
         corridor = containing(segment.safe[i], grid[g])
         assert corridor is not None  # the DP only visits text-safe grid points
-        for fit in (segment.subject[i], segment.inside[i]):
+        for fit in (segment.subject[i], segment.inside[i], segment.held[i]):
             if fit is not None and fit[0] <= grid[g] <= fit[1]:
-                # keep the subject inside (with its margin if the path has it) wherever the path does
+                # keep the subject inside (with its margin, else whole, if the path has it) wherever the path does
                 corridor = (max(corridor[0], fit[0]), min(corridor[1], fit[1]))
                 break
         else:
-            misses += segment.inside[i] is not None
+            misses += segment.held[i] is not None
         corridors.append(corridor)
     return corridors, misses
 
@@ -301,8 +310,8 @@ def plan_segment(
     # keys where no text-safe position holds the subject are misses on every path: too many of them rule the
     # region out without the dynamic programme (the usual fate of all but the last region tried)
     forced = sum(
-        inside is not None and not intersect(safe, [inside])
-        for safe, inside in zip(segment.safe, segment.inside, strict=True)
+        held is not None and not intersect(safe, [held])
+        for safe, held in zip(segment.safe, segment.held, strict=True)
     )
     if forced > allowed_misses:
         return None

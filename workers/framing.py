@@ -166,6 +166,16 @@ def _too_big(segments: Sequence[Segment], line: CropLine, held: float = HELD_SHA
     return keys, too_big
 
 
+def _pad_reason(failed: set[str]) -> str:
+    """Why no crop would do, from why each crop tried failed: the subject's size when the largest crop cannot
+    hold it (nor can smaller ones); text alone only when no crop failed for the subject (one that passes the
+    text but not the subject says they cannot be separated)."""
+    for reason in PAD_REASONS:
+        if reason in failed:
+            return reason
+    raise AssertionError("a letterbox needs a crop that failed")
+
+
 @dataclass(frozen=True)
 class _LinePlan:
     keys: list[tuple[float, CropRect]]
@@ -239,7 +249,7 @@ def _plan_aspect(
     crop, *wider = _candidates(size, width, height, params)
     subject_boxes = [box for _, box in subject if box is not None]
     stand_in_only = bool(stand_ins) and all(t in stand_ins for t, box in subject if box is not None)
-    reason: str | None = None
+    failed: set[str] = set()
     for zoom, line in [
         (1.0, crop),
         *(
@@ -254,17 +264,18 @@ def _plan_aspect(
         keys, too_big = _too_big(segments, line)
         # a face or a salient region standing in for a product not found is cropped however large
         if too_big > params.pad_share * keys and not stand_in_only:
-            reason = reason or PAD_SUBJECT_TOO_BIG
+            # a smaller crop is only tried past text: the subject too big for it is one text keeps out
+            failed.add(PAD_SUBJECT_TOO_BIG if zoom == 1 else PAD_TEXT_AND_SUBJECT)
             continue
         # a smaller crop is a choice, not the rule: it must hold the subject, whatever makes it miss; across its
         # moving axis that is the subject's own box (the margin only steers the path), known before planning
         across = _across_misses(segments_on(line, TextTrack([])), line) if zoom < 1 else 0
         if across > params.pad_share * keys and not stand_in_only:
-            reason = reason or PAD_TEXT_AND_SUBJECT
+            failed.add(PAD_TEXT_AND_SUBJECT)
             continue
         cropped = _plan_line(line, segments, params, miss_share=1.0)
         if cropped is None:
-            reason = reason or PAD_NO_TEXT_SAFE_CROP
+            failed.add(PAD_NO_TEXT_SAFE_CROP)
             continue
         if zoom < 1:
             misses = cropped.misses + across
@@ -275,7 +286,8 @@ def _plan_aspect(
             misses = cropped.misses - (free.misses if free is not None else 0)
         if stand_in_only or misses <= params.pad_share * keys:
             return FramingPlan(size, tuple(cropped.keys), False, tuple(regions), cropped.moves, zoom=zoom)
-        reason = reason or PAD_TEXT_AND_SUBJECT
+        failed.add(PAD_TEXT_AND_SUBJECT)
+    reason = _pad_reason(failed)
     keys = _too_big(segments_on(crop, track), crop)[0]
     for line in wider:
         # a region shorter than the whole subject (not only its held share) at too many keys is passed over

@@ -119,11 +119,20 @@ def test_text_that_cannot_fit_pads_with_the_region_holding_it() -> None:
     plans = plan_framing(2.0, 7.0, W, H, [(9, 16), (16, 9)], low_subject, text)
     portrait = plans["9:16"]
     assert portrait.padded and not plans["16:9"].padded
-    assert portrait.padded_reason == PAD_NO_TEXT_SAFE_CROP and plans["16:9"].padded_reason is None
+    # the subject reaches under the caption: no crop, however small, passes the one and holds the other
+    assert portrait.padded_reason == PAD_TEXT_AND_SUBJECT and plans["16:9"].padded_reason is None
     rect = portrait.crop_path()(4.0)
     assert holds(rect, wide) and holds(rect, (280, 200, 360, 320))
     assert rect.w < W and rect.w > portrait.size.crop_w  # a region between the crop and the whole frame
     assert (portrait.size.out_w, portrait.size.out_h) == (198, 352)  # the output keeps the aspect
+
+
+def test_only_text_that_no_crop_passes_is_letterboxed_for_text_alone() -> None:
+    # three lines across the frame, spaced so that no crop of at least 0.6 the 9:16 crop's size passes them all
+    lines = [(20.0, y, 620.0, y + 24.0) for y in (40.0, 170.0, 300.0)]
+    text = [(t, lines) for t in np.arange(1.0, 8.0, 0.5)]
+    plan = plan_framing(2.0, 7.0, W, H, [(9, 16)], [], text)["9:16"]
+    assert plan.padded and plan.padded_reason == PAD_NO_TEXT_SAFE_CROP
 
 
 def test_a_cut_repositions_at_once_and_only_there() -> None:
@@ -308,3 +317,19 @@ def test_a_crop_holding_less_than_the_held_share_of_a_product_slightly_wider_tha
     plan = plan_framing(2.0, 7.0, W, H, [(9, 16)], subject, text)["9:16"]
     assert plan.padded and plan.padded_reason == PAD_TEXT_AND_SUBJECT
     assert not any(cuts_box(plan.crop_path()(t), caption) for t in frame_times(2.0, 7.0))
+
+
+def test_a_caption_a_few_pixels_from_a_product_that_fits_gives_a_crop_holding_most_of_it() -> None:
+    """A product that fits 9:16's crop just right of a caption wider than the crop: no crop holds the whole
+    product and passes the caption, one holding 95 % of the product does; that is a crop, trimming the product's
+    edge, not a letterboxed clip (no smaller crop holds the product: it is 190 px wide)."""
+    product = (268.0, 60.0, 458.0, 330.0)
+    caption = (20.0, 150.0, 260.0, 180.0)  # its clearance (10.5 px) ends at x = 270.5
+    subject = [(t, product) for t in np.arange(1.0, 8.0, 0.5)]
+    text = [(float(t), [caption]) for t in np.arange(1.0, 8.0, 0.5)]
+    plan = plan_framing(2.0, 7.0, W, H, [(9, 16)], subject, text)["9:16"]
+    assert not plan.padded and plan.zoom == 1, plan.padded_reason
+    for t in frame_times(2.0, 7.0):
+        rect = plan.crop_path()(t)
+        assert not cuts_box(rect, caption, margin=6)
+        assert 0.95 <= _held_share(rect, product) < 1

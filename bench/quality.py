@@ -9,6 +9,12 @@ the manifests and the rendered clips:
 - product_inside_min: over items and aspects where the product fits the aspect's largest crop, the lowest share
   of window frames (where it fits) whose product box lies ≥ 90 % inside the frame's crop rectangle;
 - letterboxed_share: clips with `padded: true`, and the manifests' `padded_reason`s (null where none is given);
+  product_too_big_share: clips whose true product box is larger than the aspect's largest crop (95 % of it, at
+  more than 5 % of the window's frames: the planner's own rule), the letterboxing the ground truth justifies;
+  letterboxed_product_fits and cropped_product_too_big: the clips on which truth and reelgen disagree (the
+  first may still be right: text and product that cannot be separated is the other reason);
+- product_inside_below_95_unlocated: of the item-aspect pairs below 95 %, those whose window has no located
+  product box (the crop followed a face or saliency instead);
 - text_cut: text boxes touching an output frame's edge (within 2 px), found by the product's own PP-OCRv4 text
   detector run here on 3 frames of every clip; text_cut_crop_edges counts only edges the crop made (not the
   source frame's own edges, which cut background text before reelgen saw it), text_cut_captions only boxes on a
@@ -67,6 +73,7 @@ from bench.quality_set import (  # noqa: E402
     write_quality_set,
 )
 from monitoring.machine import machine_lines  # noqa: E402
+from workers.crop_paths import HELD_SHARE, FramingParams  # noqa: E402
 
 DATA = ROOT / "bench" / ".data" / "quality"
 REELGEN = Path(sys.executable).with_name("reelgen")
@@ -77,6 +84,8 @@ CAPTION_SLACK = 0.03
 #: output frames per clip looked at for text
 OCR_FRAMES = 3
 EDGE_PX = 2
+#: the planner's own rule for "too big": its share of keys (the held share of the box longer than the crop)
+PAD_SHARE = FramingParams().pad_share
 ANALYSIS_STAGES = ("prepare", "sample_segment", "select")
 U8 = npt.NDArray[np.uint8]
 Rect = tuple[float, float, float, float]  # x0, y0, x1, y1
@@ -235,6 +244,9 @@ class ClipScore:
     #: window frames where the product is on screen and fits this aspect's largest crop; of them, held
     fit_frames: int = 0
     held_frames: int = 0
+    #: window frames where the product is on screen and 95 % of its box is longer than the aspect's largest crop
+    too_big_frames: int = 0
+    window_frames: int = 0
     caption_cut_frames: int = 0
     text_cut: int = 0
     text_cut_crop_edges: int = 0
@@ -255,6 +267,8 @@ class ItemScore:
     conditions: list[str]
     shape: str
     hit: bool | None = None
+    #: whether reelgen located the product in some frame of its window (manifest subject boxes)
+    located: bool = False
     #: best product window's mean score less the best background window's (None: no background window)
     margin: float | None = None
     clips: list[ClipScore] = field(default_factory=list)
@@ -321,6 +335,7 @@ def score_item(manifest: dict[str, Any] | None, truth: dict[str, Any]) -> ItemSc
         return score
     window = manifest["window"]
     score.window = (float(window["start_s"]), float(window["end_s"]))
+    score.located = any(score.window[0] <= b[0] <= score.window[1] for b in manifest.get("subject_boxes", []))
     if score.interval is not None:
         score.hit = window_hit(score.window, score.interval)
         score.margin = window_margin(manifest["curve"], score.interval, score.window[1] - score.window[0])
@@ -333,6 +348,12 @@ def score_item(manifest: dict[str, Any] | None, truth: dict[str, Any]) -> ItemSc
             frame = frames[_frame_index(float(entry["t"]), fps, n)]
             crop = _crop_rect(entry)
             box = frame["box"]
+            clip.window_frames += 1
+            if (
+                box is not None
+                and HELD_SHARE * max((box[2] - box[0]) / crop_w, (box[3] - box[1]) / crop_h) > 1
+            ):
+                clip.too_big_frames += 1
             if box is not None and box[2] - box[0] <= crop_w and box[3] - box[1] <= crop_h:
                 clip.fit_frames += 1
                 clip.held_frames += share_inside(as_rect(box), crop) >= INSIDE
@@ -492,6 +513,10 @@ def figures(scores: list[ItemScore], run: RunResult) -> dict[str, Any]:
     shares = [c.inside_share for s in product for c in s.clips if c.inside_share is not None]
     margins = [s.margin for s in product if s.margin is not None]
     padded = [c for c in clips if c.padded]
+    # the product truly larger than the crop (its held share, at more than the planner's pad share of frames):
+    # the one reason to letterbox the ground truth can check
+    too_big = {id(c) for c in clips if c.too_big_frames > PAD_SHARE * c.window_frames}
+    below = [(s, c) for s in product for c in s.clips if c.inside_share is not None and c.inside_share < 0.95]
     reasons = [c.padded_reason for c in padded if c.padded_reason is not None]
     analysis_cpu = sum(run.stages.get(stage, {}).get("cpu", 0.0) for stage in ANALYSIS_STAGES)
     measured = bool(run.stages) and run.daemon_busy_s is not None
@@ -507,7 +532,11 @@ def figures(scores: list[ItemScore], run: RunResult) -> dict[str, Any]:
         "product_inside_mean": round(sum(shares) / len(shares), 3) if shares else None,
         "product_inside_below_95": sum(share < 0.95 for share in shares),
         "product_inside_pairs": len(shares),
+        "product_inside_below_95_unlocated": sum(not s.located for s, _ in below),
         "letterboxed_share": round(len(padded) / len(clips), 3) if clips else None,
+        "product_too_big_share": round(len(too_big) / len(clips), 3) if clips else None,
+        "letterboxed_product_fits": sum(c.padded and id(c) not in too_big for c in clips),
+        "cropped_product_too_big": sum(not c.padded and id(c) in too_big for c in clips),
         "letterbox_reasons": dict(Counter(reasons)) if reasons else None,
         "text_cut": sum(c.text_cut for c in clips),
         "text_cut_crop_edges": sum(c.text_cut_crop_edges for c in clips),

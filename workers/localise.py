@@ -20,6 +20,7 @@ walls). Pure: arrays in, boxes out.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import cv2
@@ -37,6 +38,9 @@ MIN_INLIERS = 8
 FULL_INLIERS = 40
 #: a template with fewer keypoints than this is "plain": its colours are the evidence instead
 MIN_TEMPLATE_KEYPOINTS = 40
+#: a copy of the main image this long a side gives the keypoints of a product seen small (see _small_keypoints)
+SMALL_SIDE = 96
+SMALL_PAD = 32
 #: the main image warped onto the frame agrees with it where, both blurred by AGREE_BLUR px and the image
 #: scaled by a gain per channel (at most MAX_GAIN either way), no channel differs by AGREE_LEVEL (of 255)
 AGREE_BLUR = 2.0
@@ -96,7 +100,18 @@ class ProductLocator:
         self._studio = bool(self._mask.min() == 0)
         self._orb = cv2.ORB_create(nfeatures=1500, scaleFactor=1.2, nlevels=8)  # type: ignore[attr-defined]
         grey = cv2.cvtColor(image, cv2.COLOR_RGB2GRAY)
-        self._keypoints, self._descriptors = self._orb.detectAndCompute(grey, self._mask)
+        keypoints, self._descriptors = self._orb.detectAndCompute(grey, self._mask)
+        self._template_keypoints = len(keypoints)
+        #: (keypoint positions in the main image, descriptors): the image's own, then its small copy's, tried
+        #: only where the image's own find nothing (adding them to one pool let them win homographies of
+        #: products seen large, and boxes held the product less often)
+        self._templates = [
+            (np.array([k.pt for k in keypoints], np.float32).reshape(-1, 2), self._descriptors)
+        ]
+        if self._descriptors is not None:
+            small_points, small_descriptors = self._small_keypoints(grey)
+            if small_descriptors is not None and len(small_points) >= MIN_INLIERS:
+                self._templates.append((small_points, small_descriptors))
         self._corners = self._outline(self._mask)
         hsv = cv2.cvtColor(image, cv2.COLOR_RGB2HSV)
         self._colourful = float(np.median(hsv[..., 1][self._mask > 0])) >= MIN_SATURATION
@@ -104,10 +119,29 @@ class ProductLocator:
         self._hist = hist * (255.0 / max(float(hist.max()), 1e-6))
         self._matcher = cv2.BFMatcher(cv2.NORM_HAMMING)
 
+    def _small_keypoints(self, grey: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        """Keypoints of the main image shrunk to SMALL_SIDE, as a product seen small shows it: ORB's pyramid
+        of the image reaches down only to about a quarter of its size, and at that size its border margin
+        leaves no room for keypoints; a product filling a tenth of a frame is smaller still. The copy is padded
+        so that keypoints near its outline are found, and their positions mapped back onto the image."""
+        small = SMALL_SIDE / max(grey.shape[:2])
+        if small >= 0.5:
+            return np.empty((0, 2), np.float32), None
+        shrunk = cv2.resize(grey, None, fx=small, fy=small, interpolation=cv2.INTER_AREA)
+        mask = cv2.resize(self._mask, None, fx=small, fy=small, interpolation=cv2.INTER_NEAREST)
+        shrunk = cv2.copyMakeBorder(shrunk, SMALL_PAD, SMALL_PAD, SMALL_PAD, SMALL_PAD, cv2.BORDER_REPLICATE)
+        mask = cv2.copyMakeBorder(
+            mask, SMALL_PAD, SMALL_PAD, SMALL_PAD, SMALL_PAD, cv2.BORDER_CONSTANT, value=0
+        )
+        orb = cv2.ORB_create(nfeatures=300, scaleFactor=1.2, nlevels=2, edgeThreshold=15)  # type: ignore[attr-defined]
+        keypoints, descriptors = orb.detectAndCompute(shrunk, mask)
+        points = (np.array([k.pt for k in keypoints], np.float32).reshape(-1, 2) - SMALL_PAD) / small
+        return points, descriptors
+
     @property
     def textured(self) -> bool:
         """Whether the product has enough keypoints for its features to be the evidence."""
-        return self._descriptors is not None and len(self._keypoints) >= MIN_TEMPLATE_KEYPOINTS
+        return self._descriptors is not None and self._template_keypoints >= MIN_TEMPLATE_KEYPOINTS
 
     @property
     def colourful(self) -> bool:
@@ -146,11 +180,25 @@ class ProductLocator:
         keypoints, descriptors = self._orb.detectAndCompute(grey, None)
         if descriptors is None or len(keypoints) < MIN_INLIERS:
             return None
-        pairs = self._matcher.knnMatch(self._descriptors, descriptors, k=2)
+        for points, template in self._templates:
+            found = self._matched(frame, points, template, keypoints, descriptors)
+            if found is not None:
+                return found
+        return None
+
+    def _matched(
+        self,
+        frame: np.ndarray,
+        points: np.ndarray,
+        template: np.ndarray,
+        keypoints: Sequence[cv2.KeyPoint],
+        descriptors: np.ndarray,
+    ) -> Located | None:
+        pairs = self._matcher.knnMatch(template, descriptors, k=2)
         good = [p[0] for p in pairs if len(p) == 2 and p[0].distance < RATIO * p[1].distance]
         if len(good) < MIN_INLIERS:
             return None
-        src = np.array([self._keypoints[m.queryIdx].pt for m in good], np.float32).reshape(-1, 1, 2)
+        src = points[[m.queryIdx for m in good]].reshape(-1, 1, 2)
         dst = np.array([keypoints[m.trainIdx].pt for m in good], np.float32).reshape(-1, 1, 2)
         homography, inliers = cv2.findHomography(src, dst, cv2.RANSAC, 4.0)
         if homography is None or inliers is None or int(inliers.sum()) < MIN_INLIERS:

@@ -298,14 +298,27 @@ def _smooth(
     return np.clip(x, lo, hi) * scale
 
 
-def plan_segment(
-    segment: Segment, line: CropLine, params: FramingParams, miss_share: float
-) -> tuple[list[int], bool, int] | None:
-    """Even positions per key (one position when steady), whether it moves and at how many keys the subject
-    falls outside; None when no text-safe path keeps the subject inside at all but miss_share of the keys."""
+@dataclass(frozen=True)
+class Route:
+    """A segment's path before smoothing: one steady position, or the corridor the crop keeps to at every key;
+    and the keys where the subject falls outside. Smoothing is left until a route is chosen: most routes the
+    planner works out are only compared."""
+
+    steady: int | None
+    corridors: list[Interval]
+    misses: int
+
+    @property
+    def moves(self) -> bool:
+        return self.steady is None
+
+
+def route_segment(segment: Segment, line: CropLine, params: FramingParams, miss_share: float) -> Route | None:
+    """The segment's route; None when no text-safe path keeps the subject inside at all but miss_share of the
+    keys."""
     steady = _steady(segment, line)
     if steady is not None:
-        return [steady], False, 0
+        return Route(steady, [], 0)
     allowed_misses = miss_share * len(segment.safe)
     # keys where no text-safe position holds the subject are misses on every path: too many of them rule the
     # region out without the dynamic programme (the usual fate of all but the last region tried)
@@ -322,9 +335,16 @@ def plan_segment(
     if misses > allowed_misses:
         # text pins the crop where the subject is not: a wider, letterboxed region can show both
         return None
+    return Route(None, corridors, misses)
+
+
+def route_positions(route: Route, segment: Segment, line: CropLine, params: FramingParams) -> list[int]:
+    """Even positions per key along the route (one position when steady), smoothed within its corridors."""
+    if route.steady is not None:
+        return [route.steady]
     dt = float(segment.times[1] - segment.times[0])
-    raw = _smooth(segment.target, corridors, dt, line, params)
-    lo = np.array([c[0] for c in corridors])
-    hi = np.array([c[1] for c in corridors])
+    raw = _smooth(segment.target, route.corridors, dt, line, params)
+    lo = np.array([c[0] for c in route.corridors])
+    hi = np.array([c[1] for c in route.corridors])
     positions = np.clip(np.round(raw / 2) * 2, lo, hi).astype(int)
-    return [int(p) for p in positions], True, misses
+    return [int(p) for p in positions]

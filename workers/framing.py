@@ -16,7 +16,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from workers.crop_paths import CUT_EPSILON_S, HELD_SHARE, FramingParams, Segment, build_segment, plan_segment
+from workers.crop_paths import (
+    CUT_EPSILON_S,
+    HELD_SHARE,
+    FramingParams,
+    Route,
+    Segment,
+    build_segment,
+    route_positions,
+    route_segment,
+)
 from workers.geometry import AspectSize, Box, CropLine, CropPath, CropRect, aspect_size, crop_line, even
 from workers.text_regions import TextTrack, text_clearance, text_union
 
@@ -178,34 +187,42 @@ def _pad_reason(failed: set[str]) -> str:
 
 @dataclass(frozen=True)
 class _LinePlan:
-    keys: list[tuple[float, CropRect]]
-    moves: bool
+    line: CropLine
+    segments: Sequence[Segment]
+    routes: list[Route]
     #: planning keys where the subject falls outside the crop though it would fit
     misses: int
+
+    @property
+    def moves(self) -> bool:
+        return any(route.moves for route in self.routes)
+
+    def keys(self, params: FramingParams) -> tuple[tuple[float, CropRect], ...]:
+        """Key rectangles over every segment of the window (smoothed now: only a chosen plan needs them)."""
+        keys: list[tuple[float, CropRect]] = []
+        for k, (segment, route) in enumerate(zip(self.segments, self.routes, strict=True)):
+            positions = route_positions(route, segment, self.line, params)
+            if route.moves:
+                keys += [(float(t), self.line.rect(p)) for t, p in zip(segment.times, positions, strict=True)]
+            else:
+                keys.append((float(segment.times[0]), self.line.rect(positions[0])))
+                if k < len(self.segments) - 1:
+                    keys.append((float(segment.times[-1]), self.line.rect(positions[0])))
+        return tuple(keys)
 
 
 def _plan_line(
     line: CropLine, segments: Sequence[Segment], params: FramingParams, miss_share: float
 ) -> _LinePlan | None:
-    """Key rectangles over every segment of the window on this line; None when a segment has no text-safe
-    path that misses the subject at most miss_share of its keys."""
-    keys: list[tuple[float, CropRect]] = []
-    moves = False
-    misses = 0
-    for k, segment in enumerate(segments):
-        planned = plan_segment(segment, line, params, miss_share)
-        if planned is None:
+    """The routes over every segment of the window on this line; None when a segment has no text-safe path
+    that misses the subject at most miss_share of its keys."""
+    routes = []
+    for segment in segments:
+        route = route_segment(segment, line, params, miss_share)
+        if route is None:
             return None
-        positions, moving, missed = planned
-        moves = moves or moving
-        misses += missed
-        if moving:
-            keys += [(float(t), line.rect(p)) for t, p in zip(segment.times, positions, strict=True)]
-        else:
-            keys.append((float(segment.times[0]), line.rect(positions[0])))
-            if k < len(segments) - 1:
-                keys.append((float(segment.times[-1]), line.rect(positions[0])))
-    return _LinePlan(keys, moves, misses)
+        routes.append(route)
+    return _LinePlan(line, segments, routes, sum(route.misses for route in routes))
 
 
 def _plan_aspect(
@@ -261,6 +278,7 @@ def _plan_aspect(
         # a smaller crop leaves less room for error in the subject's box: it must hold the box grown by a margin
         grow = 0.0 if zoom == 1 else params.zoom_margin
         segments = segments_on(line, track, grow)
+        # the planning keys are the same on every line (the letterbox regions below count against them too)
         keys, too_big = _too_big(segments, line)
         # a face or a salient region standing in for a product not found is cropped however large
         if too_big > params.pad_share * keys and not stand_in_only:
@@ -285,10 +303,9 @@ def _plan_aspect(
             free = _plan_line(line, segments_on(line, TextTrack([]), grow), params, miss_share=1.0)
             misses = cropped.misses - (free.misses if free is not None else 0)
         if stand_in_only or misses <= params.pad_share * keys:
-            return FramingPlan(size, tuple(cropped.keys), False, tuple(regions), cropped.moves, zoom=zoom)
+            return FramingPlan(size, cropped.keys(params), False, tuple(regions), cropped.moves, zoom=zoom)
         failed.add(PAD_TEXT_AND_SUBJECT)
     reason = _pad_reason(failed)
-    keys = _too_big(segments_on(crop, track), crop)[0]
     for line in wider:
         # a region shorter than the whole subject (not only its held share) at too many keys is passed over
         segments = segments_on(line, track)
@@ -296,7 +313,7 @@ def _plan_aspect(
             continue  # a region the subject does not fit either
         padded = _plan_line(line, segments, params, params.subject_miss)
         if padded is not None:
-            return FramingPlan(size, tuple(padded.keys), True, tuple(regions), padded.moves, reason)
+            return FramingPlan(size, padded.keys(params), True, tuple(regions), padded.moves, reason)
     # the last candidate is the whole frame, where every region is inside (clipped to the frame)
     raise AssertionError("a region spanning the frame is text-safe by construction")
 

@@ -169,9 +169,9 @@ def _too_big(segments: Sequence[Segment], line: CropLine, held: float = HELD_SHA
         keys += len(segment.times)
         if segment.subject_boxes is None:
             continue
-        for box, inside in zip(segment.subject_boxes, segment.inside, strict=True):
+        for box, fits in zip(segment.subject_boxes, segment.held, strict=True):
             a, b, _, _ = line.split((box[0], box[1], box[2], box[3]))
-            too_big += inside is None and held * (min(b, line.length) - max(a, 0)) > line.crop
+            too_big += fits is None and held * (min(b, line.length) - max(a, 0)) > line.crop
     return keys, too_big
 
 

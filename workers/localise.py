@@ -9,8 +9,10 @@ RANSAC homography that only a rigid, planar-ish object seen again can satisfy, g
 quadrilateral and a confidence from the number of agreeing matches. That outline is the whole main image's, which
 often shows more than the product (a photo to its edges, a plain border round a whole scene): the box is the
 region where the main image, warped by the homography, agrees with the frame around the agreeing keypoints.
-ORB (1500 keypoints) on frames with a 768 px long side found all 48 of tests/test_localise.py's turned, tilted, re-lit and partly covered placements,
-as SIFT on 640 px frames did, at under a third of SIFT's cost (18 against 60 ms a frame on 2 loaded cores).
+ORB (1500 keypoints) on frames with a 768 px long side found all 48 of tests/workers/test_localise.py's
+turned, tilted, re-lit and partly covered placements, as SIFT on 640 px frames did, at under a third of SIFT's
+cost (18 against 60 ms a frame on 2 loaded cores). A product seen smaller than the main image's keypoint
+pyramid reaches is matched by the keypoints of a small copy of the image, where the image's own find nothing.
 Plain, low-texture products have too few keypoints for that; for them the product's colours (a hue–saturation
 histogram of the main image's foreground, back-projected onto the frame) give a blob, trusted less, where the
 product has colours at all: a grey one is not located (the crop then follows faces or saliency instead of grey
@@ -100,15 +102,15 @@ class ProductLocator:
         self._studio = bool(self._mask.min() == 0)
         self._orb = cv2.ORB_create(nfeatures=1500, scaleFactor=1.2, nlevels=8)  # type: ignore[attr-defined]
         grey = cv2.cvtColor(image, cv2.COLOR_RGB2GRAY)
-        keypoints, self._descriptors = self._orb.detectAndCompute(grey, self._mask)
-        self._template_keypoints = len(keypoints)
+        keypoints, descriptors = self._orb.detectAndCompute(grey, self._mask)
         #: (keypoint positions in the main image, descriptors): the image's own, then its small copy's, tried
         #: only where the image's own find nothing (adding them to one pool let them win homographies of
         #: products seen large, and boxes held the product less often)
-        self._templates = [
-            (np.array([k.pt for k in keypoints], np.float32).reshape(-1, 2), self._descriptors)
-        ]
-        if self._descriptors is not None:
+        self._templates: list[tuple[np.ndarray, np.ndarray]] = []
+        if descriptors is not None:
+            self._templates.append(
+                (np.array([k.pt for k in keypoints], np.float32).reshape(-1, 2), descriptors)
+            )
             small_points, small_descriptors = self._small_keypoints(grey)
             if small_descriptors is not None and len(small_points) >= MIN_INLIERS:
                 self._templates.append((small_points, small_descriptors))
@@ -141,7 +143,7 @@ class ProductLocator:
     @property
     def textured(self) -> bool:
         """Whether the product has enough keypoints for its features to be the evidence."""
-        return self._descriptors is not None and self._template_keypoints >= MIN_TEMPLATE_KEYPOINTS
+        return bool(self._templates) and len(self._templates[0][0]) >= MIN_TEMPLATE_KEYPOINTS
 
     @property
     def colourful(self) -> bool:

@@ -162,6 +162,29 @@ def _cup() -> tuple[np.ndarray, np.ndarray]:
     return cup, mask
 
 
+def _pasted(
+    picture: np.ndarray,
+    mask: np.ndarray,
+    background: np.ndarray,
+    rng: np.random.Generator,
+    height: float,
+    light: tuple[float, float],
+) -> tuple[np.ndarray, tuple[float, float, float, float]]:
+    """The picture's masked pixels turned (±20°), scaled to height pixels, re-lit (a gain per channel in light)
+    and pasted anywhere on the background: the frame and the pasted pixels' box."""
+    h, w = picture.shape[:2]
+    size = (background.shape[1], background.shape[0])
+    turn = cv2.getRotationMatrix2D((w / 2, h / 2), rng.uniform(-20, 20), height / h)
+    outline = cv2.transform(np.array([[[0, 0], [w, 0], [w, h], [0, h]]], np.float32), turn)[0]
+    low, extent = outline.min(axis=0), outline.max(axis=0) - outline.min(axis=0)
+    turn[:, 2] += rng.uniform(0, np.array(size) - extent) - low
+    lit = np.clip(picture.astype(np.float32) * rng.uniform(*light, 3), 0, 255).astype(np.uint8)
+    pasted = cv2.warpAffine(mask, turn, size, flags=cv2.INTER_NEAREST)
+    frame = np.where(pasted[..., None] > 0, cv2.warpAffine(lit, turn, size), background)
+    ys, xs = np.nonzero(pasted)
+    return frame, (float(xs.min()), float(ys.min()), float(xs.max() + 1), float(ys.max() + 1))
+
+
 def _boxed_cups(locator: ProductLocator, seed: int) -> tuple[list[float], list[float]]:
     """The cut-out cup turned (±20°), scaled to 35–70 % of the frame's height and re-lit over real footage, six
     times: per placement, the share of its true box inside the found box, and the found box's area over the
@@ -170,17 +193,7 @@ def _boxed_cups(locator: ProductLocator, seed: int) -> tuple[list[float], list[f
     rng = np.random.default_rng(seed)
     held, oversize = [], []
     for background in _backgrounds()[:6]:
-        scale = rng.uniform(0.35, 0.7) * FRAME[1] / cup.shape[0]
-        turn = cv2.getRotationMatrix2D((cup.shape[1] / 2, cup.shape[0] / 2), rng.uniform(-20, 20), scale)
-        outline = np.array([[[0, 0], [cup.shape[1], 0], [cup.shape[1], cup.shape[0]], [0, cup.shape[0]]]])
-        corners = cv2.transform(outline.astype(np.float32), turn)[0]
-        low, size = corners.min(axis=0), corners.max(axis=0) - corners.min(axis=0)
-        turn[:, 2] += np.array([rng.uniform(0, FRAME[0] - size[0]), rng.uniform(0, FRAME[1] - size[1])]) - low
-        lit = np.clip(cup.astype(np.float32) * rng.uniform(0.7, 1.2, 3), 0, 255).astype(np.uint8)
-        mask = cv2.warpAffine(ellipse, turn, FRAME, flags=cv2.INTER_NEAREST)
-        frame = np.where(mask[..., None] > 0, cv2.warpAffine(lit, turn, FRAME), background)
-        ys, xs = np.nonzero(mask)
-        truth = (float(xs.min()), float(ys.min()), float(xs.max() + 1), float(ys.max() + 1))
+        frame, truth = _pasted(cup, ellipse, background, rng, rng.uniform(0.35, 0.7) * FRAME[1], (0.7, 1.2))
         found = locator.locate(frame, FRAME).box
         held.append(_inside(truth, found) if found is not None else 0.0)
         if found is not None:
@@ -211,34 +224,18 @@ def test_a_main_image_with_a_plain_border_around_a_whole_scene_boxes_only_the_pr
     assert np.median(oversize) < 1.5, [round(v, 2) for v in oversize]
 
 
-def _place_small(
-    photo: np.ndarray, background: np.ndarray, rng: np.random.Generator, height: float
-) -> tuple[np.ndarray, tuple[float, ...]]:
-    """The photo turned (±20°), scaled to height pixels and re-lit on the background; the frame and its box."""
-    h, w = photo.shape[:2]
-    size = (background.shape[1], background.shape[0])
-    turn = cv2.getRotationMatrix2D((w / 2, h / 2), rng.uniform(-20, 20), height / h)
-    outline = cv2.transform(np.array([[[0, 0], [w, 0], [w, h], [0, h]]], np.float32), turn)[0]
-    extent = outline.max(axis=0) - outline.min(axis=0)
-    shift = rng.uniform(0, np.array(size) - extent) - outline.min(axis=0)
-    turn[:, 2] += shift
-    lit = np.clip(photo.astype(np.float32) * rng.uniform(0.75, 1.2, 3), 0, 255).astype(np.uint8)
-    mask = cv2.warpAffine(np.full((h, w), 255, np.uint8), turn, size)
-    frame = np.where(mask[..., None] > 0, cv2.warpAffine(lit, turn, size), background)
-    return frame, (*(outline.min(axis=0) + shift), *(outline.max(axis=0) + shift))
-
-
 @pytest.mark.parametrize("name", ["cat", "coffee"])
 def test_a_product_seen_small_is_found(name: str) -> None:
     """A product 60 px tall in a 768 px frame (a tenth of a frame's height, as sellers' videos often show it):
     smaller than the main image's own keypoint pyramid reaches (the old locator found 0 of 12)."""
     photo = _photo(name)
+    full = np.full(photo.shape[:2], 255, np.uint8)
     locator = ProductLocator(photo)
     rng = np.random.default_rng(5)
     backgrounds = [cv2.resize(b, (768, 432), interpolation=cv2.INTER_LINEAR) for b in _backgrounds()]
     hits = 0
     for k in range(12):
-        frame, truth = _place_small(photo, backgrounds[k % len(backgrounds)], rng, 60.0)
+        frame, truth = _pasted(photo, full, backgrounds[k % len(backgrounds)], rng, 60.0, (0.75, 1.2))
         found = locator.locate(frame, (768, 432)).box
         hits += found is not None and _iou(found, truth) > 0.5
     assert hits >= 10

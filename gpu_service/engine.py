@@ -69,8 +69,7 @@ class Engine:
             h, w, c = model.warmup_frame_shape
             for bucket in buckets:
                 frames = torch.zeros((bucket, h, w, c), dtype=torch.uint8)
-                work = self.run(model, [frames], [model.warmup_context(self.device)], bucket)
-                outputs_to_host(work[0])
+                outputs_to_host(*self.run(model, [frames], [model.warmup_context(self.device)], bucket))
             log.info("warmed up %s at buckets %s", loaded.name, buckets)
 
 
@@ -106,7 +105,14 @@ def forward(
 
 
 def outputs_to_host(
-    outputs: Mapping[str, torch.Tensor],
+    outputs: Mapping[str, torch.Tensor], events: Events | None = None
 ) -> dict[str, np.ndarray[Any, np.dtype[np.float32]]]:
+    """The outputs as host arrays; with the events of a CUDA run, once its compute stream has reached the end one.
+
+    The copy to the host runs on the current stream, which does not wait for the compute stream the outputs were
+    written on: without the wait it may read them half-written, and the events cannot yet be timed.
+    """
+    if events is not None:
+        events[1].synchronize()
     # Copies: on the CPU an output could otherwise still view a slot that is about to be overwritten.
     return {k: np.array(v.detach().to("cpu", torch.float32).numpy(), copy=True) for k, v in outputs.items()}

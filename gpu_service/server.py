@@ -349,7 +349,7 @@ class Daemon:
     def _finish(self, work: _Work) -> None:
         batch = work.batch
         try:
-            host = outputs_to_host(work.outputs)
+            host = outputs_to_host(work.outputs, work.events)
         except Exception as exc:
             self._fail_batch(batch, exc)
             return

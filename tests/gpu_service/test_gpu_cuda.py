@@ -5,10 +5,11 @@ Marked `gpu` (deselected by default); run on a GPU machine with `pytest -m gpu t
 
 from __future__ import annotations
 
+import copy
 import tempfile
 import threading
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -66,26 +67,56 @@ def test_the_pool_is_page_locked_and_results_match_the_cpu(cuda_daemon: Daemon) 
     np.testing.assert_allclose(gpu["score"], cpu["score"].numpy(), atol=2e-3)
 
 
-def test_overlapped_batches_from_many_clients_stay_correct(cuda_daemon: Daemon) -> None:
+def _from_clients(client: Callable[[int], None], clients: int = 8) -> list[BaseException]:
+    """Run `client(i)` in `clients` threads at once; what they raised."""
     errors: list[BaseException] = []
 
-    def worker(i: int) -> None:
+    def guarded(i: int) -> None:
         try:
-            with InferenceClient(cuda_daemon.settings.socket_path) as client:
-                for j in range(10):
-                    f = np.random.default_rng(i * 100 + j).integers(0, 256, (7, 64, 64, 3), dtype=np.uint8)
-                    out = client.infer("echo_stats", f, PriorityKey(0.0, float(i)))
-                    np.testing.assert_allclose(out["mean"], f.reshape(7, -1, 3).mean(1) / 255, atol=1e-5)
+            client(i)
         except BaseException as exc:
             errors.append(exc)
 
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
+    threads = [threading.Thread(target=guarded, args=(i,)) for i in range(clients)]
     for t in threads:
         t.start()
     for t in threads:
         t.join(120)
-    assert errors == []
+    return errors
+
+
+def test_overlapped_batches_from_many_clients_stay_correct(cuda_daemon: Daemon) -> None:
+    def client(i: int) -> None:
+        with InferenceClient(cuda_daemon.settings.socket_path) as c:
+            for j in range(10):
+                f = np.random.default_rng(i * 100 + j).integers(0, 256, (7, 64, 64, 3), dtype=np.uint8)
+                out = c.infer("echo_stats", f, PriorityKey(0.0, float(i)))
+                np.testing.assert_allclose(out["mean"], f.reshape(7, -1, 3).mean(1) / 255, atol=1e-5)
+
+    assert _from_clients(client) == []
     assert cuda_daemon.status()["stats"]["busy_s"] > 0
+
+
+def test_a_model_still_computing_when_the_next_batch_launches_gives_its_own_results(
+    cuda_daemon: Daemon,
+) -> None:
+    # The CLIP-sized encoder takes milliseconds a batch, so with eight clients the next batch is launched while
+    # the last is still on the compute stream: its outputs are read, and its events timed, only once it is done.
+    model = copy.deepcopy(cuda_daemon._models["clip_vit_b16_image"].module).to("cpu")
+    sent: dict[tuple[int, int], np.ndarray] = {}
+    got: dict[tuple[int, int], np.ndarray] = {}
+
+    def client(i: int) -> None:
+        with InferenceClient(cuda_daemon.settings.socket_path) as c:
+            for j in range(6):
+                f = np.random.default_rng(i * 100 + j).integers(0, 256, (3, 224, 224, 3), dtype=np.uint8)
+                sent[i, j] = f
+                got[i, j] = c.infer("clip_vit_b16_image", f, PriorityKey(0.0, float(i)))["embedding"]
+
+    assert _from_clients(client) == [] and not cuda_daemon.crashed.is_set()
+    for key, frames in sent.items():
+        cpu = engine.forward(model, [torch.from_numpy(frames)], [{}], 8)
+        np.testing.assert_allclose(got[key], cpu["embedding"].numpy(), atol=2e-3, err_msg=str(key))
 
 
 def test_gpu_metrics_are_exported(cuda_daemon: Daemon) -> None:

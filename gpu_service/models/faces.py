@@ -1,7 +1,7 @@
 """Face detection in the daemon without downloaded weights: OpenCV's frontal-face Haar cascade.
 
-The cascade ships inside opencv-python-headless 4.x wheels (`cv2.data.haarcascades`); OpenCV 5.0's wheels no
-longer carry it, which is why the project pins OpenCV below 5 (pyproject.toml). A cascade is CPU code: on a GPU
+The cascade ships inside opencv-python-headless 4.x wheels (`cv2.data.haarcascades`); OpenCV 5.0's wheels carry
+neither it nor the CascadeClassifier that runs it, which is why the project pins OpenCV below 5 (pyproject.toml). A cascade is CPU code: on a GPU
 node it runs on the daemon's CPU threads, a few milliseconds a frame at the size the workers send (480 px
 wide), so it stays off the accelerator's critical path only as long as that size stays small.
 
@@ -51,7 +51,14 @@ class FaceDetect(InferenceModel):
 
     def __init__(self) -> None:
         super().__init__()
-        self._path = builtin_cascade_path()
+        if not hasattr(cv2, "CascadeClassifier"):
+            raise ConfigError(
+                f"OpenCV {cv2.__version__} has no CascadeClassifier (OpenCV 5.0 wheels dropped the Haar detector): "
+                "install opencv-python-headless<5 as pyproject.toml pins it"
+            )
+        # Looked up at first use, not here: the registry builds the model before loading configured weights, and
+        # an OpenCV without the built-in cascade must still take a cascade file from them.
+        self._path: Path | None = None
         # one CascadeClassifier per thread: OpenCV does not promise that detectMultiScale is thread-safe
         self._local = threading.local()
 
@@ -68,6 +75,8 @@ class FaceDetect(InferenceModel):
     def _cascade(self) -> cv2.CascadeClassifier:
         cascade: cv2.CascadeClassifier | None = getattr(self._local, "cascade", None)
         if cascade is None:
+            if self._path is None:
+                self._path = builtin_cascade_path()
             cascade = self._local.cascade = cv2.CascadeClassifier(str(self._path))
         return cascade
 

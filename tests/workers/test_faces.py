@@ -7,8 +7,9 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
+import torch
 
-from gpu_service import registry
+from gpu_service import engine, registry
 from gpu_service.local import LocalInference
 from gpu_service.models.faces import builtin_cascade_path
 from gpu_service.priority import PriorityKey
@@ -59,3 +60,24 @@ def test_the_cascade_comes_with_opencv_or_from_a_configured_file(tmp_path: Path)
     (tmp_path / "bad.xml").write_text("<opencv_storage></opencv_storage>")
     with pytest.raises(ConfigError, match="no cascade loads"):
         registry.create("faces", LocalInference().device, str(tmp_path / "bad.xml"))
+
+
+def test_an_opencv_without_cascades_takes_one_from_the_weights_or_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # OpenCV 5.0's wheels ship no cascades: the configured file is then the only way to detect faces
+    cascade = tmp_path / "frontal.xml"
+    cascade.write_bytes(builtin_cascade_path().read_bytes())
+    monkeypatch.setattr(cv2.data, "haarcascades", str(tmp_path / "none") + "/")  # type: ignore[attr-defined]
+    device = LocalInference().device
+    frames = torch.from_numpy(np.stack([face_frame((400, 360), 300)]))
+    configured = registry.create("faces", device, str(cascade)).module
+    assert int(engine.forward(configured, [frames], [{}], 1)["count"][0]) == 1
+    with pytest.raises(ConfigError, match=r"carries no haarcascade_frontalface_default\.xml"):
+        engine.forward(registry.create("faces", device).module, [frames], [{}], 1)
+
+
+def test_an_opencv_without_the_haar_detector_is_named_at_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delattr(cv2, "CascadeClassifier")
+    with pytest.raises(ConfigError, match=r"has no CascadeClassifier .* opencv-python-headless<5"):
+        registry.create("faces", LocalInference().device, str(builtin_cascade_path()))

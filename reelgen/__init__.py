@@ -14,4 +14,5 @@ except PackageNotFoundError:  # running from a source tree that was never instal
 #    they appear, grey products not located by colour.
 # 5: a product cut out of a main photo is boxed where the warped photo agrees with the frame, not by its
 #    keypoints' extent.
-PIPELINE_VERSION = "7"
+# 8: a source with black bars framed inside its picture (workers.picture_area).
+PIPELINE_VERSION = "8"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -331,6 +331,7 @@ def plan_framing(
     max_side: int | None = None,
     params: FramingParams = FramingParams(),
     stand_ins: Sequence[float] = (),
+    picture: Box | None = None,
 ) -> dict[str, FramingPlan]:
     """Plan every aspect's crop over the window [start, end) of a width×height source, in one pass over the
     same signals. Times are source seconds; boxes are (x0, y0, x1, y1) in source pixels.
@@ -339,10 +340,25 @@ def plan_framing(
     (include the samples just outside the window: text on screen at the window's edges is seen there);
     cuts: shot cut times, where the crop may jump; stand_ins: sample times whose subject is not the product but
     what stands in for it (faces, saliency): one larger than the crop is cropped, not letterboxed, as only the
-    product's size justifies showing the whole frame. Pure: no I/O.
+    product's size justifies showing the whole frame. picture: the source's picture inside black bars
+    (workers.picture_area), which crops and letterboxed regions stay inside as they stay inside the frame. Pure:
+    no I/O.
     """
     if end <= start:
         raise ValueError(f"empty window [{start}, {end})")
+    if picture is not None:
+        return _inside_picture(
+            picture,
+            start,
+            end,
+            aspects,
+            subject,
+            text,
+            cuts,
+            max_side=max_side,
+            params=params,
+            stand_ins=stand_ins,
+        )
     # text on the product is print on it (it moves with the product); on a face or a salient region standing
     # in for a product not found it is a caption, and stays a constraint
     stand_in_times = frozenset(stand_ins)
@@ -356,3 +372,49 @@ def plan_framing(
             size, width, height, segments, subject, track, params, regions, stand_in_times
         )
     return plans
+
+
+def _inside_picture(
+    picture: Box,
+    start: float,
+    end: float,
+    aspects: Sequence[tuple[int, int]],
+    subject: Sequence[tuple[float, Box | None]],
+    text: Sequence[tuple[float, Sequence[Box]]],
+    cuts: Sequence[float],
+    *,
+    max_side: int | None,
+    params: FramingParams,
+    stand_ins: Sequence[float],
+) -> dict[str, FramingPlan]:
+    """plan_framing over the picture alone, as if it were the whole source, its plans moved back onto the
+    source. Text boxes are inside the picture (picture_area keeps them); subject boxes are clipped to it."""
+    # even edges, as every crop's: rounded inwards
+    x0, y0 = (math.ceil(v / 2) * 2 for v in picture[:2])
+    x1, y1 = (math.floor(v / 2) * 2 for v in picture[2:])
+
+    def inside(box: Box) -> Box:
+        return (
+            min(max(box[0] - x0, 0), x1 - x0),
+            min(max(box[1] - y0, 0), y1 - y0),
+            min(max(box[2] - x0, 0), x1 - x0),
+            min(max(box[3] - y0, 0), y1 - y0),
+        )
+
+    def back(box: Box) -> Box:
+        return (box[0] + x0, box[1] + y0, box[2] + x0, box[3] + y0)
+
+    plans = plan_framing(
+        start, end, x1 - x0, y1 - y0, aspects,
+        [(t, None if b is None else inside(b)) for t, b in subject],
+        [(t, [inside(b) for b in boxes]) for t, boxes in text],
+        cuts, max_side=max_side, params=params, stand_ins=stand_ins,
+    )  # fmt: skip
+    return {
+        label: replace(
+            plan,
+            keys=tuple((t, CropRect(r.x + x0, r.y + y0, r.w, r.h)) for t, r in plan.keys),
+            text_boxes=tuple(back(b) for b in plan.text_boxes),
+        )
+        for label, plan in plans.items()
+    }

@@ -37,6 +37,7 @@ from storage.store import ObjectStore, left_by_dead_process, process_tag
 from workers.framing import plan_framing
 from workers.geometry import CropPath, CropRect, aspect_size
 from workers.localise import LOCATE_SIDE, ProductLocator
+from workers.picture_area import picture_area
 from workers.render import EncodeOptions, OutputSpec, render_window
 from workers.scoring import (
     ANALYSIS_LONG_SIDE,
@@ -325,7 +326,8 @@ def frame_window(
     The daemon detects text (at text_detection.TEXT_FPS on frames with the long side at most TEXT_MAX_SIDE),
     faces and saliency on the same samples; text appearance times are refined on a dense quarter-size decode.
     The subject is the located product wherever the window shows it; in a window without it, the faces, else
-    the most salient blob (workers.subject).
+    the most salient blob (workers.subject). Crops stay inside the picture when the source has black bars
+    (workers.picture_area).
     """
     window = analysis.window
     size = (info.width, info.height)
@@ -347,9 +349,10 @@ def frame_window(
         )
         stand_ins = [f.t for f in frames]
     subject = list(zip([f.t for f in frames], found, strict=True))
+    picture = picture_area([f.rgb for f in frames], size, [b for _, regions in text for b in regions])
     plans = plan_framing(
         window.start_s, window.end_s, info.width, info.height, config.aspect_pairs, subject, text,
-        analysis.cuts, max_side=config.max_output_side, stand_ins=stand_ins,
+        analysis.cuts, max_side=config.max_output_side, stand_ins=stand_ins, picture=picture,
     )  # fmt: skip
     return replace(
         analysis,

@@ -333,3 +333,25 @@ def test_a_caption_a_few_pixels_from_a_product_that_fits_gives_a_crop_holding_mo
         rect = plan.crop_path()(t)
         assert not cuts_box(rect, caption, margin=6)
         assert 0.95 <= _held_share(rect, product) < 1
+
+
+def test_crops_and_letterboxed_regions_stay_inside_the_picture_between_black_bars() -> None:
+    # a phone's upright video pillarboxed in the frame; the product moves inside it, captions top and bottom
+    picture = (222.0, 0.0, 424.0, 360.0)
+    subject = sampled(lambda t: (262.0 + 6 * t, 120.0, 342.0 + 6 * t, 230.0), 2.0, 7.0, 2)
+    captions = [
+        (t, [(240.0, 20.0, 400.0, 44.0), (250.0, 320.0, 390.0, 340.0)]) for t in frame_times(1.0, 8.0)
+    ]
+    plans = plan_framing(2.0, 7.0, W, H, [(9, 16), (1, 1), (16, 9)], subject, captions, picture=picture)
+    for label, plan in plans.items():
+        for t in frame_times(2.0, 7.0):
+            rect = plan.crop_path()(t)
+            assert picture[0] <= rect.x and rect.x + rect.w <= picture[2], (label, t, rect)
+            assert picture[1] <= rect.y and rect.y + rect.h <= picture[3], (label, t, rect)
+            for box in captions[0][1]:
+                assert not cuts_box(rect, box), (label, t, rect, box)
+    # the upright picture is itself 9:16's crop: the clip is full-bleed, the bars never shown
+    assert not plans["9:16"].padded
+    assert plans["9:16"].crop_path()(4.0).w >= 198
+    assert plans["16:9"].text_boxes == plans["9:16"].text_boxes
+    assert all(picture[0] <= b[0] and b[2] <= picture[2] for b in plans["16:9"].text_boxes)

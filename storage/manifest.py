@@ -84,6 +84,9 @@ class ItemManifest:
     window: WindowRecord
     #: text regions on screen during the window (source pixels, merged)
     text_boxes: list[list[float]]
+    #: the picture inside the source's black bars, which every crop stays in (source pixels x0, y0, x1, y1);
+    #: None when the whole frame is picture
+    picture: list[float] | None
     text_detection: str
     #: (t, frame value) for every sample: the score curve
     curve: list[tuple[float, float]]

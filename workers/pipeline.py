@@ -85,6 +85,8 @@ class Analysis:
     padded_reason: dict[str, str] = field(default_factory=dict)
     #: text regions (source pixels) on screen during the window, merged
     text_boxes: list[tuple[float, float, float, float]] = field(default_factory=list)
+    #: the picture inside the source's black bars (workers.picture_area), None when there are none
+    picture: tuple[float, float, float, float] | None = None
 
     def crop_path(self, aspect: str) -> CropPath:
         keys = self.crop_keys[aspect]
@@ -361,6 +363,7 @@ def frame_window(
         padded_reason={label: plan.padded_reason for label, plan in plans.items() if plan.padded_reason},
         # every plan carries the same merged text regions of the window
         text_boxes=[tuple(round(v, 1) for v in b) for b in next(iter(plans.values())).text_boxes],  # type: ignore[misc]
+        picture=picture,
     )
 
 
@@ -454,6 +457,7 @@ def render_and_publish(
             title=entry.title,
             window=WindowRecord(window.start_s, window.end_s, window.score, window.truncated),
             text_boxes=[list(b) for b in analysis.text_boxes],
+            picture=None if analysis.picture is None else list(analysis.picture),
             text_detection="rapidocr PP-OCRv4 det",
             curve=analysis.curve,
             cuts=analysis.cuts,

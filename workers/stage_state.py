@@ -59,4 +59,5 @@ def analysis_from_json(data: Json) -> Analysis:
         padded=dict(data.get("padded", {})),
         padded_reason=dict(data.get("padded_reason", {})),
         text_boxes=[tuple(b) for b in data.get("text_boxes", [])],  # type: ignore[misc]
+        picture=None if data.get("picture") is None else tuple(data["picture"]),  # type: ignore[arg-type]
     )

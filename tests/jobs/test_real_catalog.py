@@ -132,6 +132,8 @@ def test_every_real_item_finishes_with_clips_at_a_constant_rate(catalog: Path, o
 def test_no_clip_of_a_pillarboxed_video_shows_its_bars(out: Path) -> None:
     # (the footage itself is dark in places, a cyclist's suit: the crops, not the pixels, show where the bars are)
     manifest = json.loads((out / PILLARBOXED / "manifest.json").read_text())
+    x0, _, x1, _ = manifest["picture"]
+    assert PICTURE_X[0] <= x0 <= PICTURE_X[0] + 4 and PICTURE_X[1] - 4 <= x1 <= PICTURE_X[1]
     for output in manifest["outputs"]:
         assert not output["padded"], output["aspect"]
         for crop in output["crops"]:

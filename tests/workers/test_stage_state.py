@@ -48,5 +48,6 @@ def test_every_record_comes_back_equal_through_json() -> None:
         padded={"9:16": False, "1:1": True},
         padded_reason={"1:1": "the subject is larger than the crop"},
         text_boxes=[(5.0, 6.0, 70.0, 20.0)],
+        picture=(218.0, 0.0, 422.0, 360.0),
     )
     assert analysis_from_json(through_broker(analysis_to_json(analysis))) == analysis

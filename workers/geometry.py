@@ -99,6 +99,10 @@ def scale_box(box: Box, sx: float, sy: float) -> Box:
     return (box[0] * sx, box[1] * sy, box[2] * sx, box[3] * sy)
 
 
+def moved_box(box: Box, dx: float, dy: float) -> Box:
+    return (box[0] + dx, box[1] + dy, box[2] + dx, box[3] + dy)
+
+
 @dataclass(frozen=True)
 class CropLine:
     """The crop seen along its moving axis: axis 0 moves in x, 1 in y."""

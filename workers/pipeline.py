@@ -52,6 +52,7 @@ from workers.scoring import (
 from workers.segments import Segment, plan_segments
 from workers.subject import find_subjects
 from workers.text_detection import detect_text, refine_text_times, text_sample_times
+from workers.text_regions import merge_text_boxes
 from workers.video import Frame, MediaLimits, VideoInfo, VideoSource
 from workers.windows import Window, best_window, detect_cuts
 
@@ -340,7 +341,9 @@ def frame_window(
         )
     boxes = detect_text(infer, [f.rgb for f in frames], key, source_size=size)
     text = refine_text_times([(f.t, b) for f, b in zip(frames, boxes, strict=True)], dense, size)
-    picture = picture_area([f.rgb for f in frames], size, [b for _, regions in text for b in regions])
+    picture = picture_area(
+        [f.rgb for f in frames], size, merge_text_boxes([b for _, regions in text for b in regions])
+    )
     matched = [_subject_near(analysis, f.t) for f in frames]
     if any(box is not None for box in matched):
         # the product is in the window: the crop follows it alone, held between the frames that found it,

@@ -13,7 +13,7 @@ import numpy as np
 
 from gpu_service.priority import PriorityKey
 from workers.faces import detect_faces, faces_box
-from workers.geometry import Box
+from workers.geometry import Box, moved_box
 from workers.saliency import saliency
 from workers.scoring import Inference
 
@@ -46,11 +46,11 @@ def find_subjects(
             infer,
             [np.ascontiguousarray(f[rows, columns]) for f in frames_rgb],
             key,
-            matched=[None if b is None else _moved(b, -x0, -y0) for b in matched],
-            text_boxes=[[_moved(b, -x0, -y0) for b in boxes] for boxes in text_boxes],
+            matched=[None if b is None else moved_box(b, -x0, -y0) for b in matched],
+            text_boxes=[[moved_box(b, -x0, -y0) for b in boxes] for boxes in text_boxes],
             source_size=(round(x1 - x0), round(y1 - y0)),
         )
-        return [None if b is None else _moved(b, x0, y0) for b in found]
+        return [None if b is None else moved_box(b, x0, y0) for b in found]
 
     def faces(indices: list[int]) -> list[Box | None]:
         found = detect_faces(infer, [frames_rgb[i] for i in indices], key, source_size=source_size)
@@ -74,7 +74,3 @@ def find_subjects(
         for i, box in zip(missing, fallback(missing), strict=True):
             subject[i] = box
     return subject
-
-
-def _moved(box: Box, dx: float, dy: float) -> Box:
-    return (box[0] + dx, box[1] + dy, box[2] + dx, box[3] + dy)

@@ -1,9 +1,9 @@
 """Face detection in the daemon without downloaded weights: OpenCV's frontal-face Haar cascade.
 
 The cascade ships inside opencv-python-headless 4.x wheels (`cv2.data.haarcascades`); OpenCV 5.0's wheels carry
-neither it nor the CascadeClassifier that runs it, which is why the project pins OpenCV below 5 (pyproject.toml). A cascade is CPU code: on a GPU
-node it runs on the daemon's CPU threads, a few milliseconds a frame at the size the workers send (480 px
-wide), so it stays off the accelerator's critical path only as long as that size stays small.
+neither it nor the CascadeClassifier that runs it, which is why the project pins OpenCV below 5 (pyproject.toml). A
+cascade is CPU code: on a GPU node it runs on the daemon's CPU threads, a few milliseconds a frame at the size the
+workers send (480 px wide), so it stays off the accelerator's critical path only as long as that size stays small.
 
 Outputs per frame: `boxes` (MAX_FACES × 4: x0, y0, x1, y1 in the frame's pixels, zero rows past `count`) and
 `count`; the largest faces first.

@@ -11,12 +11,12 @@ often shows more than the product (a photo to its edges, a plain border round a 
 region where the main image, warped by the homography, agrees with the frame around the agreeing keypoints.
 ORB on frames with a 768 px long side found all 48 of tests/workers/test_localise.py's turned, tilted, re-lit and
 partly covered placements, as SIFT on 640 px frames did, at under a third of SIFT's cost (18 against 60 ms a
-frame on 2 loaded cores). A product seen smaller than the main image's keypoint pyramid reaches is matched by
-the keypoints of a small copy of the image, where the image's own find nothing. Plain, low-texture products have
-too few keypoints for that; for them the product's colours (a hue–saturation histogram of the main image's
-foreground, back-projected onto the frame) give a blob, trusted less, where the product has colours at all: a
-grey one is not located (the crop then follows faces or saliency instead of grey walls). Pure: arrays in, boxes
-out.
+frame on 2 loaded cores, 1500 keypoints kept). A product seen smaller than the main image's keypoint pyramid
+reaches is matched by the keypoints of a small copy of the image, where the image's own find nothing. Plain,
+low-texture products have too few keypoints for that; for them the product's colours (a hue–saturation histogram
+of the main image's foreground, back-projected onto the frame) give a blob, trusted less, where the product has
+colours at all: a grey one is not located (the crop then follows faces or saliency instead of grey walls). Pure:
+arrays in, boxes out.
 """
 
 from __future__ import annotations
@@ -34,10 +34,11 @@ Box = tuple[float, float, float, float]
 TEMPLATE_SIDE = 320
 #: frames are searched at this long side (scaled up or down): small products need the pixels
 LOCATE_SIDE = 768
-#: keypoints kept per frame (the strongest): a busy scene's corners outnumber a small product's, and at 1500 a
-#: product a seventh of a frame's height in a star field or a street was found in 3 to 8 of 12 placements, at
-#: 4000 in 10 to 12; more finds nothing more on frames LOCATE_SIDE long (bench/locate.py)
-FRAME_FEATURES = 4000
+#: keypoints kept per image, the strongest (a frame's; the main image, at TEMPLATE_SIDE, has fewer): a busy
+#: scene's corners outnumber a small product's, and at 1500 a product a seventh of a frame's height in a star
+#: field or a street was found in 3 to 8 of 12 placements, at 4000 in 10 to 12; more finds nothing more on frames
+#: LOCATE_SIDE long (bench/locate.py)
+MAX_KEYPOINTS = 4000
 #: matches a homography must explain before the product counts as found by its features
 MIN_INLIERS = 8
 #: inliers at which the features' confidence saturates
@@ -104,7 +105,7 @@ class ProductLocator:
         self._mask = _foreground(image)
         #: a studio shot (a plain background, removed): only its foreground is the product
         self._studio = bool(self._mask.min() == 0)
-        self._orb = cv2.ORB_create(nfeatures=FRAME_FEATURES, scaleFactor=1.2, nlevels=8)  # type: ignore[attr-defined]
+        self._orb = cv2.ORB_create(nfeatures=MAX_KEYPOINTS, scaleFactor=1.2, nlevels=8)  # type: ignore[attr-defined]
         grey = cv2.cvtColor(image, cv2.COLOR_RGB2GRAY)
         keypoints, descriptors = self._orb.detectAndCompute(grey, self._mask)
         #: (keypoint positions in the main image, descriptors): the image's own, then its small copy's, tried

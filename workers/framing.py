@@ -35,6 +35,8 @@ from workers.geometry import (
     aspect_size,
     crop_line,
     even,
+    even_down,
+    even_up,
     moved_box,
 )
 from workers.text_regions import TextTrack, text_clearance, text_union
@@ -152,7 +154,7 @@ def _zoomed(
     for region in regions:
         _, _, r0, r1 = base.split(region)
         clearance = text_clearance(region, margin)
-        wanted += [math.ceil((r1 + clearance) / 2) * 2, math.floor((r0 - clearance - across) / 2) * 2]
+        wanted += [even_up(r1 + clearance), even_down(r0 - clearance - across)]
     spans = [base.split(box)[2:] for box in subject]
     centre = float(np.median([(p0 + p1) / 2 for p0, p1 in spans])) if spans else base.perp / 2
     wanted.append(round((centre - across / 2) / 2) * 2)
@@ -388,8 +390,8 @@ class _Picture:
     @staticmethod
     def of(picture: Box) -> _Picture:
         # even edges, as every crop's: rounded inwards
-        x0, y0 = (math.ceil(v / 2) * 2 for v in picture[:2])
-        x1, y1 = (math.floor(v / 2) * 2 for v in picture[2:])
+        x0, y0 = (even_up(v) for v in picture[:2])
+        x1, y1 = (even_down(v) for v in picture[2:])
         return _Picture(x0, y0, x1 - x0, y1 - y0)
 
     def inside(self, box: Box) -> Box:

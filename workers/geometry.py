@@ -67,6 +67,16 @@ def even(value: float) -> int:
     return round(value / 2.0) * 2
 
 
+def even_up(value: float) -> int:
+    """The nearest even integer at or above value."""
+    return math.ceil(value / 2) * 2
+
+
+def even_down(value: float) -> int:
+    """The nearest even integer at or below value."""
+    return math.floor(value / 2) * 2
+
+
 @dataclass(frozen=True)
 class CropPath:
     """Crop rectangles at key times, linearly interpolated between them and held outside them."""

@@ -4,8 +4,9 @@ is a letterboxed clip in all but name, and the bars' edges draw saliency and sub
 
 Bars are rows or columns black in every analysed frame of the window (nearly every pixel darker than DARK) and
 come in pairs about the centre, as encoders add them, with the picture starting along a straight edge beside each;
-a dark scene's shadowed top, a night sky, a fade to black or a product on a black backdrop is none of them. The area always keeps every detected text box
-whole: a caption set in a bar belongs to what may be shown. Pure: arrays in, a box out.
+a dark scene's shadowed top, a night sky, a fade to black or a product on a black backdrop is none of them. The
+area always keeps every detected text box whole: a caption set in a bar belongs to what may be shown. Pure: arrays
+in, a box out.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from workers.geometry import Box
+from workers.geometry import Box, even_down, even_up
 
 #: a pixel this dark in every channel (of 255) is black; studio black is 16 in limited-range video
 DARK = 28
@@ -56,14 +57,14 @@ def picture_area(
     # one analysed line further in, rounded inwards: the line where bar and picture meet was blended by the
     # frames' scaling, and a grey seam at a clip's edge is a bar too
     left, right, top, bottom = (v + 1 if v else 0 for v in (left, right, top, bottom))
-    x0, y0 = _even_up(left * sx), _even_up(top * sy)
-    x1, y1 = _even_down((width - right) * sx), _even_down((height - bottom) * sy)
+    x0, y0 = even_up(left * sx), even_up(top * sy)
+    x1, y1 = even_down((width - right) * sx), even_down((height - bottom) * sy)
     for box in text_boxes:
-        x0, y0 = min(x0, _even_down(box[0])), min(y0, _even_down(box[1]))
-        x1, y1 = max(x1, _even_up(box[2])), max(y1, _even_up(box[3]))
+        x0, y0 = min(x0, even_down(box[0])), min(y0, even_down(box[1]))
+        x1, y1 = max(x1, even_up(box[2])), max(y1, even_up(box[3]))
     x0, y0 = max(0, x0), max(0, y0)
-    x1, y1 = min(_even_down(source_size[0]), x1), min(_even_down(source_size[1]), y1)
-    if (x0, y0, x1, y1) == (0, 0, _even_down(source_size[0]), _even_down(source_size[1])):
+    x1, y1 = min(even_down(source_size[0]), x1), min(even_down(source_size[1]), y1)
+    if (x0, y0, x1, y1) == (0, 0, even_down(source_size[0]), even_down(source_size[1])):
         return None
     return (float(x0), float(y0), float(x1), float(y1))
 
@@ -86,11 +87,3 @@ def _paired(shares: np.ndarray) -> tuple[int, int]:
     if (edges.min(axis=0) > EDGE_SHARE).any():
         return 0, 0
     return lead, trail
-
-
-def _even_up(v: float) -> int:
-    return math.ceil(v / 2) * 2
-
-
-def _even_down(v: float) -> int:
-    return math.floor(v / 2) * 2

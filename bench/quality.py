@@ -13,6 +13,10 @@ the manifests and the rendered clips:
   more than 5 % of the window's frames: the planner's own rule), the letterboxing the ground truth justifies;
   letterboxed_product_fits and cropped_product_too_big: the clips on which truth and reelgen disagree (the
   first may still be right: text and product that cannot be separated is the other reason);
+  letterboxed_separable: letterboxed clips showing the product where the ground truth has a crop (the largest
+  or a smaller one the planner tries, anywhere) that holds the product and keeps every caption whole or out at
+  all but the planner's pad share of frames: letterboxes no reason justifies (text the set did not put there,
+  such as signs in its real clips, is not in the ground truth: "every crop cuts text" may still be right);
 - product_inside_below_95_unlocated: of the item-aspect pairs below 95 %, those whose window has no located
   product box (the crop followed a face or saliency instead);
 - text_cut: text boxes touching an output frame's edge (within 2 px), found by the product's own PP-OCRv4 text
@@ -74,6 +78,7 @@ from bench.quality_set import (  # noqa: E402
 )
 from monitoring.machine import machine_lines  # noqa: E402
 from workers.crop_paths import HELD_SHARE, FramingParams  # noqa: E402
+from workers.text_regions import text_clearance  # noqa: E402
 
 DATA = ROOT / "bench" / ".data" / "quality"
 REELGEN = Path(sys.executable).with_name("reelgen")
@@ -227,6 +232,48 @@ def as_rect(values: Sequence[float]) -> Rect:
     return (float(values[0]), float(values[1]), float(values[2]), float(values[3]))
 
 
+#: crop positions tried per axis by the separability check (a grid over the room the crop has)
+SEPARABLE_GRID = 81
+
+
+def separable(
+    box: Rect, captions: Sequence[Sequence[float]], width: int, height: int, crop: tuple[int, int]
+) -> bool:
+    """Whether some crop of the aspect, the largest or one of the planner's smaller ones (FramingParams.zooms),
+    anywhere in the frame, holds the product's central HELD_SHARE and keeps every caption of the ground truth
+    wholly inside or wholly outside, clear of its edges by the planner's clearance (workers.text_regions). The
+    ground truth's own answer to "text and product cannot be separated": motion bounds aside, which only make
+    the planner's task harder, a frame where this is False justifies a letterbox."""
+    margin = FramingParams().text_margin * min(width, height)
+    trim = (1 - HELD_SHARE) / 2
+    bw, bh = box[2] - box[0], box[3] - box[1]
+    held = (box[0] + trim * bw, box[1] + trim * bh, box[2] - trim * bw, box[3] - trim * bh)
+    grown = []
+    for c in captions:
+        clearance = text_clearance(as_rect(c), margin)
+        grown.append(
+            (
+                max(0.0, c[0] - clearance),
+                max(0.0, c[1] - clearance),
+                min(width, c[2] + clearance),
+                min(height, c[3] + clearance),
+            )
+        )
+    for zoom in (1.0, *FramingParams().zooms):
+        w, h = crop[0] * zoom, crop[1] * zoom
+        xs, ys = np.meshgrid(
+            np.linspace(0, width - w, SEPARABLE_GRID), np.linspace(0, height - h, SEPARABLE_GRID)
+        )
+        ok = (xs <= held[0]) & (xs + w >= held[2]) & (ys <= held[1]) & (ys + h >= held[3])
+        for g in grown:
+            inside = (xs <= g[0]) & (xs + w >= g[2]) & (ys <= g[1]) & (ys + h >= g[3])
+            outside = (xs >= g[2]) | (xs + w <= g[0]) | (ys >= g[3]) | (ys + h <= g[1])
+            ok &= inside | outside
+        if ok.any():
+            return True
+    return False
+
+
 def _crop_rect(entry: dict[str, Any]) -> Rect:
     x, y = float(entry["x"]), float(entry["y"])
     return (x, y, x + float(entry["w"]), y + float(entry["h"]))
@@ -246,6 +293,9 @@ class ClipScore:
     held_frames: int = 0
     #: window frames where the product is on screen and 95 % of its box is longer than the aspect's largest crop
     too_big_frames: int = 0
+    #: of a letterboxed clip, window frames where the product fits but no crop separates it from the captions
+    #: (separable): with too_big_frames, what justifies the letterbox by the ground truth
+    unseparable_frames: int = 0
     window_frames: int = 0
     caption_cut_frames: int = 0
     text_cut: int = 0
@@ -357,6 +407,10 @@ def score_item(manifest: dict[str, Any] | None, truth: dict[str, Any]) -> ItemSc
             if box is not None and box[2] - box[0] <= crop_w and box[3] - box[1] <= crop_h:
                 clip.fit_frames += 1
                 clip.held_frames += share_inside(as_rect(box), crop) >= INSIDE
+                if clip.padded:
+                    clip.unseparable_frames += not separable(
+                        as_rect(box), frame["captions"], width, height, (crop_w, crop_h)
+                    )
             cut = any(
                 CAPTION_SLACK < share_inside(as_rect(c), crop) < 1 - CAPTION_SLACK for c in frame["captions"]
             )
@@ -536,6 +590,12 @@ def figures(scores: list[ItemScore], run: RunResult) -> dict[str, Any]:
         "letterboxed_share": round(len(padded) / len(clips), 3) if clips else None,
         "product_too_big_share": round(len(too_big) / len(clips), 3) if clips else None,
         "letterboxed_product_fits": sum(c.padded and id(c) not in too_big for c in clips),
+        "letterboxed_separable": sum(
+            c.padded
+            and c.fit_frames > 0
+            and c.too_big_frames + c.unseparable_frames <= PAD_SHARE * c.window_frames
+            for c in clips
+        ),
         "cropped_product_too_big": sum(not c.padded and id(c) in too_big for c in clips),
         "letterbox_reasons": dict(Counter(reasons)) if reasons else None,
         "text_cut": sum(c.text_cut for c in clips),

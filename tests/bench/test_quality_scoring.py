@@ -1,10 +1,11 @@
-"""bench/quality.py's scoring of a score curve: how far the best product window stands above the background."""
+"""bench/quality.py's scoring: how far the best product window stands above the background, and whether the
+ground truth leaves a crop that separates the product from the captions (what justifies a letterbox)."""
 
 from __future__ import annotations
 
 import pytest
 
-from bench.quality import window_margin
+from bench.quality import largest_crop, separable, window_margin
 
 
 def test_the_margin_is_the_best_product_window_less_the_best_background_window() -> None:
@@ -24,3 +25,33 @@ def test_a_background_that_outscores_the_product_gives_a_negative_margin() -> No
     curve = [(t / 2, 0.3 if 10 <= t / 2 < 15 else 0.6) for t in range(60)]
     margin = window_margin(curve, (10.0, 15.0), 5.0)
     assert margin is not None and margin < 0
+
+
+# a 640×480 frame, 9:16: its largest crop is 270×480, a 0.6 one 162×288
+NINE_SIXTEEN = largest_crop("9:16", 640, 480)
+
+
+def test_a_product_clear_of_the_captions_is_separable() -> None:
+    assert NINE_SIXTEEN == (270, 480)
+    assert separable((200, 200, 300, 300), [(20, 20, 200, 60), (440, 420, 620, 460)], 640, 480, NINE_SIXTEEN)
+
+
+def test_a_caption_across_the_frame_is_passed_by_a_smaller_crop_below_it() -> None:
+    # the largest crop spans the frame's height and must cut a caption 600 px wide; a 0.6 crop below it holds
+    # the product
+    assert separable((250, 250, 350, 400), [(20, 20, 620, 60)], 640, 480, NINE_SIXTEEN)
+
+
+def test_a_product_under_a_caption_across_the_frame_is_not_separable() -> None:
+    # the product reaches up into the caption's clearance: no crop excludes the caption and holds the product,
+    # and none holds the caption whole
+    assert not separable((250, 50, 350, 200), [(20, 20, 620, 60)], 640, 480, NINE_SIXTEEN)
+
+
+def test_a_product_wider_than_the_smallest_crop_between_captions_is_not_separable() -> None:
+    # captions at the top and the bottom leave a band 480 - 2 * (60 + clearance) high: no 9:16 crop, however
+    # small, fits it and holds a product 200 px wide (a 0.6 crop is 162 wide)
+    captions = [(20, 20, 620, 60), (20, 420, 620, 460)]
+    assert not separable((220, 200, 420, 280), captions, 640, 480, NINE_SIXTEEN)
+    # a narrower product fits between them
+    assert separable((300, 200, 360, 260), captions, 640, 480, NINE_SIXTEEN)

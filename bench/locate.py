@@ -6,7 +6,9 @@ against the item's main image (workers.localise), then compared with the ground 
 
 - found: product frames where the locator gave a box;
 - held: of those, boxes holding >= 70 % of the true box (and IoU > 0.3): a box that follows the product;
-  the rest lie on part of it (too small) or elsewhere;
+  the rest lie on part of it (too small) or elsewhere; whole: held boxes holding >= 90 % of it (a crop holding
+  such a box holds the product); oversized: boxes over OVERSIZED times its area (the planner would take the
+  product for larger than it is);
 - background_found: frames without the product where the locator gave a box anyway (false positives);
 - items_never_found: product items where no frame was found (the crop then follows faces or saliency).
 
@@ -42,6 +44,8 @@ from monitoring.machine import machine_lines  # noqa: E402
 from workers.scoring import product_template  # noqa: E402
 
 SAMPLE_FPS = 2.0
+#: a box this many times the true box's area is oversized: the planner would take the product for too big
+OVERSIZED = 1.5
 
 
 def _iou(a: Rect, b: Rect) -> float:
@@ -86,7 +90,15 @@ def measure(localise: ModuleType, catalog: Path, show_items: bool) -> dict[str, 
     folder = catalog.parent
     truth = json.loads((folder / "truth.json").read_text())["items"]
     entries = [json.loads(line) for line in catalog.read_text().splitlines()]
-    totals = {"product_frames": 0, "found": 0, "held": 0, "background_frames": 0, "background_found": 0}
+    totals = {
+        "product_frames": 0,
+        "found": 0,
+        "held": 0,
+        "whole": 0,
+        "oversized": 0,
+        "background_frames": 0,
+        "background_found": 0,
+    }
     never = 0
     cpu = 0.0
     for entry in entries:
@@ -96,10 +108,15 @@ def measure(localise: ModuleType, catalog: Path, show_items: bool) -> dict[str, 
         locator = localise.ProductLocator(product_template(cv2.cvtColor(picture, cv2.COLOR_BGR2RGB)))
         size = (int(item["width"]), int(item["height"]))
         marks = []
-        for index, frame in _frames(folder / entry["video"], item, localise.LOCATE_SIDE):
-            started = time.process_time()
-            box = locator.locate(frame, size).box
-            cpu += time.process_time() - started
+        frames = _frames(folder / entry["video"], item, localise.LOCATE_SIDE)
+        started = time.process_time()
+        found = [locator.locate(frame, size) for _, frame in frames]
+        # the locator's per-video pass, where it has one
+        boxes = (
+            localise.whole_boxes(found, size) if hasattr(localise, "whole_boxes") else [f.box for f in found]
+        )
+        cpu += time.process_time() - started
+        for (index, _), box in zip(frames, boxes, strict=True):
             real = item["frames"][index]["box"]
             if real is None:
                 totals["background_frames"] += 1
@@ -112,6 +129,8 @@ def measure(localise: ModuleType, catalog: Path, show_items: bool) -> dict[str, 
             totals["found"] += 1
             held = share_inside(as_rect(real), box) >= 0.7 and _iou(as_rect(real), box) > 0.3
             totals["held"] += held
+            totals["whole"] += held and share_inside(as_rect(real), box) >= 0.9
+            totals["oversized"] += area(box) > OVERSIZED * area(as_rect(real))
             marks.append("H" if held else "p")
         if item["has_product"] and "H" not in marks and "p" not in marks:
             never += 1

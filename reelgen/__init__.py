@@ -16,4 +16,4 @@ except PackageNotFoundError:  # running from a source tree that was never instal
 #    keypoints' extent.
 # 8: a source with black bars framed inside its picture (workers.picture_area).
 # 9: the product located with 4000 keypoints per frame (a small product in a busy scene is found).
-PIPELINE_VERSION = "9"
+PIPELINE_VERSION = "10"

@@ -9,6 +9,8 @@ RANSAC homography that only a rigid, planar-ish object seen again can satisfy, g
 quadrilateral and a confidence from the number of agreeing matches. That outline is the whole main image's, which
 often shows more than the product (a photo to its edges, a plain border round a whole scene): the box is the
 region where the main image, warped by the homography, agrees with the frame around the agreeing keypoints.
+Where a hand covers part of the product only the rest agrees; over a video, whole_boxes gives every such frame
+the extent that the frames seeing the product whole agree on.
 ORB on frames with a 768 px long side found all 48 of tests/workers/test_localise.py's turned, tilted, re-lit and
 partly covered placements, as SIFT on 640 px frames did, at under a third of SIFT's cost (18 against 60 ms a
 frame on 2 loaded cores, 1500 keypoints kept). A product seen smaller than the main image's keypoint pyramid
@@ -57,6 +59,8 @@ MAX_GAIN = 2.5
 #: in a studio shot, an agreeing region not joined to the keypoints counts when it is at least this share of
 #: the joined ones' area
 SPLIT_SHARE = 0.1
+#: agreeing pixels mapped back into the main image, at most (a subsample: only their extent is wanted)
+IN_IMAGE_POINTS = 4000
 #: Lowe's ratio test: the best match must be this much closer than the second best
 RATIO = 0.78
 #: a plain product's colours are evidence only when its foreground's median saturation is at least this
@@ -73,6 +77,11 @@ class Located:
     confidence: float
     method: str  # "features", "colour" or "none"
     quad: tuple[tuple[float, float], ...] = ()
+    #: by features: the part of the main image seen again in this frame (main-image pixels at TEMPLATE_SIDE),
+    #: and the homography (row-major 3×3) taking main-image pixels to the source's; whole_boxes places the
+    #: product with them where an occluder hides part of it
+    seen: Box | None = None
+    homography: tuple[float, ...] = ()
 
 
 NOT_FOUND = Located(None, 0.0, "none")
@@ -175,11 +184,16 @@ class ProductLocator:
         sx, sy = source_size[0] / frame.shape[1], source_size[1] / frame.shape[0]
         box = found.box
         assert box is not None
+        to_source = np.diag([sx, sy, 1.0])
         return Located(
             (box[0] * sx, box[1] * sy, box[2] * sx, box[3] * sy),
             found.confidence,
             found.method,
             tuple((x * sx, y * sy) for x, y in found.quad),
+            found.seen,
+            tuple(float(v) for v in (to_source @ np.array(found.homography).reshape(3, 3)).ravel())
+            if found.homography
+            else (),
         )
 
     def _by_features(self, frame: np.ndarray) -> Located | None:
@@ -222,18 +236,28 @@ class ProductLocator:
         # half). The outline maps all the main image shows: a photo to its edges maps its surroundings too,
         # and a plain "studio" border can frame a whole scene (a sky over a launch pad and its rocket).
         points = dst.reshape(-1, 2)[inliers.ravel().astype(bool)]
-        ex0, ey0, ex1, ey1 = self._seen_again(frame, homography, points, (x0, y0, x1, y1))
+        (ex0, ey0, ex1, ey1), seen = self._seen_again(frame, homography, points, (x0, y0, x1, y1))
         x0, y0, x1, y1 = max(x0, ex0), max(y0, ey0), min(x1, ex1), min(y1, ey1)
         if x1 - x0 < 4 or y1 - y0 < 4:
             return None
         confidence = min(1.0, int(inliers.sum()) / FULL_INLIERS)
-        return Located((x0, y0, x1, y1), confidence, "features", tuple((float(x), float(y)) for x, y in quad))
+        return Located(
+            (x0, y0, x1, y1),
+            confidence,
+            "features",
+            tuple((float(x), float(y)) for x, y in quad),
+            seen,
+            tuple(float(v) for v in homography.ravel()),
+        )
 
-    def _seen_again(self, frame: np.ndarray, homography: np.ndarray, points: np.ndarray, box: Box) -> Box:
+    def _seen_again(
+        self, frame: np.ndarray, homography: np.ndarray, points: np.ndarray, box: Box
+    ) -> tuple[Box, Box | None]:
         """The box of the frame's pixels that the main image, warped onto the frame, shows again (up to a gain
         per colour channel: the video is re-lit and white-balanced), in the regions joined to the agreeing
         keypoints; never less than the keypoints' own extent. Worked out inside box (the outline's bounds) at
-        most AGREE_SIDE pixels a side: the comparison is of blurred colours, which need no more."""
+        most AGREE_SIDE pixels a side: the comparison is of blurred colours, which need no more. With it, the
+        same pixels' extent in the main image (None if the homography cannot be inverted)."""
         x0, y0 = int(box[0]), int(box[1])
         x1, y1 = max(x0 + 1, math.ceil(box[2])), max(y0 + 1, math.ceil(box[3]))
         scale = min(1.0, AGREE_SIDE / max(x1 - x0, y1 - y0))
@@ -270,7 +294,33 @@ class ProductLocator:
             x, y, bw, bh = (int(v) for v in stats[label, :4])
             ex0, ey0 = min(ex0, x0 + x / scale), min(ey0, y0 + y / scale)
             ex1, ey1 = max(ex1, x0 + (x + bw) / scale), max(ey1, y0 + (y + bh) / scale)
-        return (ex0, ey0, ex1, ey1)
+        return (ex0, ey0, ex1, ey1), self._in_image(np.isin(labels, list(joined)), to_roi, points, homography)
+
+    def _in_image(
+        self, region: np.ndarray, to_roi: np.ndarray, points: np.ndarray, homography: np.ndarray
+    ) -> Box | None:
+        """The extent in the main image of the agreeing region (a mask over the comparison's pixels) and the
+        agreeing keypoints (frame pixels): mapped back pixel by pixel, as a rotated or tilted product's box
+        in the frame maps back to more than the product."""
+        try:
+            from_roi, from_frame = np.linalg.inv(to_roi), np.linalg.inv(homography)
+        except np.linalg.LinAlgError:
+            return None
+        ys, xs = np.nonzero(region)
+        stride = max(1, len(xs) // IN_IMAGE_POINTS)
+        mapped = [
+            cv2.perspectiveTransform(points.reshape(-1, 1, 2).astype(np.float32), from_frame).reshape(-1, 2)
+        ]
+        if len(xs):
+            roi = np.stack([xs[::stride], ys[::stride]], axis=1).astype(np.float32) + 0.5
+            mapped.append(cv2.perspectiveTransform(roi.reshape(-1, 1, 2), from_roi).reshape(-1, 2))
+        at = np.concatenate(mapped)
+        corners = self._corners.reshape(-1, 2)
+        (x0, y0), (x1, y1) = (
+            np.maximum(at.min(axis=0), corners.min(axis=0)),
+            np.minimum(at.max(axis=0), corners.max(axis=0)),
+        )
+        return (float(x0), float(y0), float(x1), float(y1)) if x1 > x0 and y1 > y0 else None
 
     def _by_colour(self, frame: np.ndarray) -> Located | None:
         hsv = cv2.cvtColor(frame, cv2.COLOR_RGB2HSV)
@@ -288,6 +338,77 @@ class ProductLocator:
             return None
         confidence = 0.3 * min(1.0, area / (w * h))
         return Located((float(x), float(y), float(x + w), float(y + h)), confidence, "colour")
+
+
+#: the product's extent in the main image over a video: each side at this quantile of the frames' extents,
+#: towards the larger side (a frame where an occluder hides part of the product shows less of it; one
+#: frame's stray agreement does not stretch every box)
+WHOLE_QUANTILE = 0.8
+#: frames that must show the product by its features before their extents are combined
+WHOLE_MIN_FRAMES = 3
+
+
+def whole_boxes(found: Sequence[Located], source_size: tuple[int, int]) -> list[Box | None]:
+    """The product's box per frame, whole where part of it is hidden.
+
+    A frame where a hand covers half the product sees only the other half again, and its box holds only that;
+    the product is as large as the frames that see it whole say. Its extent in the main image is taken over the
+    frames found by features (each side at WHOLE_QUANTILE); in a frame that saw less of it, the box grows on
+    each side by as much as the missing part reaches past the part seen, mapped into the frame by the
+    similarity (turn, scale, shift) nearest the frame's homography over the part seen. A homography fitted to
+    keypoints on one side of a product extrapolates its perspective wildly past them (mapping the whole extent
+    by it gave boxes over 1.5 times the product's in a sixth of the frames, and ones still short of it beside
+    a hand); its turn and scale over the part seen are sound. Frames located otherwise, or not at all, keep
+    their box."""
+    extents = np.array([f.seen for f in found if f.seen is not None and f.homography], np.float64)
+    if len(extents) < WHOLE_MIN_FRAMES:
+        return [f.box for f in found]
+    x0, y0 = np.quantile(extents[:, :2], 1 - WHOLE_QUANTILE, axis=0)
+    x1, y1 = np.quantile(extents[:, 2:], WHOLE_QUANTILE, axis=0)
+    width, height = source_size
+    boxes: list[Box | None] = []
+    for f in found:
+        if f.box is None or f.seen is None or not f.homography:
+            boxes.append(f.box)
+            continue
+        seen = f.seen
+        joined = (min(x0, seen[0]), min(y0, seen[1]), max(x1, seen[2]), max(y1, seen[3]))
+        similar = _similarity_over(np.array(f.homography).reshape(3, 3), seen)
+        (ax0, ay0, ax1, ay1), (bx0, by0, bx1, by1) = (_mapped(r, similar) for r in (joined, seen))
+        boxes.append(
+            (
+                max(0.0, f.box[0] - (bx0 - ax0)),
+                max(0.0, f.box[1] - (by0 - ay0)),
+                min(float(width), f.box[2] + (ax1 - bx1)),
+                min(float(height), f.box[3] + (ay1 - by1)),
+            )
+        )
+    return boxes
+
+
+def _similarity_over(homography: np.ndarray, rect: Box) -> np.ndarray:
+    """The similarity (2×3) nearest the homography over a grid of the rectangle's points."""
+    xs, ys = np.meshgrid(np.linspace(rect[0], rect[2], 5), np.linspace(rect[1], rect[3], 5))
+    points = np.stack([xs.ravel(), ys.ravel()], axis=1).astype(np.float32)
+    mapped = cv2.perspectiveTransform(points.reshape(-1, 1, 2), homography).reshape(-1, 2)
+    # least squares of x' = a·x − b·y + c, y' = b·x + a·y + d
+    rows = np.concatenate(
+        [
+            np.stack([points[:, 0], -points[:, 1], np.ones(len(points)), np.zeros(len(points))], axis=1),
+            np.stack([points[:, 1], points[:, 0], np.zeros(len(points)), np.ones(len(points))], axis=1),
+        ]
+    )
+    (a, b, c, d), *_ = np.linalg.lstsq(rows, np.concatenate([mapped[:, 0], mapped[:, 1]]), rcond=None)
+    return np.array([[a, -b, c], [b, a, d]])
+
+
+def _mapped(rect: Box, transform: np.ndarray) -> Box:
+    """The bounds of a rectangle mapped by a 2×3 transform."""
+    corners = np.array(
+        [[rect[0], rect[1], 1], [rect[2], rect[1], 1], [rect[2], rect[3], 1], [rect[0], rect[3], 1]]
+    )
+    at = corners @ transform.T
+    return (float(at[:, 0].min()), float(at[:, 1].min()), float(at[:, 0].max()), float(at[:, 1].max()))
 
 
 def _plausible(quad: np.ndarray, width: int, height: int) -> bool:

@@ -36,7 +36,7 @@ from storage.manifest import ClipRecord, ItemManifest, WindowRecord, clip_key, m
 from storage.store import ObjectStore, left_by_dead_process, process_tag
 from workers.framing import plan_framing
 from workers.geometry import CropPath, CropRect, aspect_size
-from workers.localise import LOCATE_SIDE, ProductLocator
+from workers.localise import LOCATE_SIDE, Located, ProductLocator, whole_boxes
 from workers.picture_area import picture_area
 from workers.render import EncodeOptions, OutputSpec, render_window
 from workers.scoring import (
@@ -186,10 +186,17 @@ class SampleScore:
     quality: float
     box: tuple[float, float, float, float] | None
     signature: list[float]
+    #: where the product's features found it: the part of the main image seen again, and the homography
+    #: into the source (workers.localise.whole_boxes completes the box over every segment's samples)
+    seen: tuple[float, float, float, float] | None = None
+    homography: tuple[float, ...] = ()
 
     @property
     def value(self) -> float:
         return frame_value(self.match, self.quality)
+
+    def located(self) -> Located:
+        return Located(self.box, self.match, "features", (), self.seen, self.homography)
 
 
 def sample_times(info: VideoInfo, fps: float) -> list[float]:
@@ -229,7 +236,8 @@ def score_samples(
         if box is None and not locator.textured and locator.colourful and score.match >= SUBJECT_MATCH:
             box = score.box
         signature = [round(float(v), 5) for v in shot_signature(picture)]
-        out.append(SampleScore(score.t, match, score.quality, box, signature))
+        seen = (found.seen, found.homography) if box is found.box else (None, ())
+        out.append(SampleScore(score.t, match, score.quality, box, signature, *seen))
     return out
 
 
@@ -287,8 +295,12 @@ def choose(info: VideoInfo, samples: list[SampleScore], config: OutputConfig) ->
     window = Window(
         window.start_s + info.start_s, window.end_s + info.start_s, round(window.score, 4), window.truncated
     )
-    in_window = [s for s in samples if window.start_s <= s.t < window.end_s]
-    subject = [(s.t, *s.box) for s in in_window if s.box is not None]
+    boxes = whole_boxes([s.located() for s in samples], (info.width, info.height))
+    subject = [
+        (s.t, *b)
+        for s, b in zip(samples, boxes, strict=True)
+        if b is not None and window.start_s <= s.t < window.end_s
+    ]
     return Analysis(
         window=window,
         curve=[(round(s.t, 3), round(s.value, 4)) for s in samples],

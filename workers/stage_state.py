@@ -39,7 +39,14 @@ def samples_to_json(samples: list[SampleScore]) -> Json:
 def samples_from_json(results: list[Json]) -> list[SampleScore]:
     """Every segment's samples, from the segments' results in any order."""
     return [
-        SampleScore(**{**s, "box": tuple(s["box"]) if s["box"] else None})
+        SampleScore(
+            **{
+                **s,
+                "box": tuple(s["box"]) if s["box"] else None,
+                "seen": tuple(s["seen"]) if s.get("seen") else None,
+                "homography": tuple(s.get("homography", ())),
+            }
+        )
         for result in results
         for s in result["samples"]
     ]

@@ -44,6 +44,22 @@ def test_choose_merges_segments_in_time_order() -> None:
     assert [t for t, _ in analysis.curve] == [k / 2 for k in range(40)]
 
 
+def test_choose_boxes_the_product_whole_where_a_frame_saw_only_part_of_it() -> None:
+    """Every segment's samples together say how much of the main image the product is: frames whose features
+    saw only its right half (a hand over the rest) get the whole box in the window's subject boxes."""
+    info = VideoInfo(640, 360, 25.0, 20.0, True, 0, "h264", 0.0)
+    samples = _samples([0.9] * 40)
+    shift = (1.0, 0.0, 100.0, 0.0, 1.0, 50.0, 0.0, 0.0, 1.0)  # main image pixels + (100, 50)
+    for k, sample in enumerate(samples):
+        half = k % 4 == 1
+        seen = (60.0, 0.0, 120.0, 80.0) if half else (0.0, 0.0, 120.0, 80.0)
+        box = (160.0, 50.0, 220.0, 130.0) if half else (100.0, 50.0, 220.0, 130.0)
+        samples[k] = SampleScore(sample.t, sample.match, sample.quality, box, sample.signature, seen, shift)
+    analysis = choose(info, samples, load_settings().output_config())
+    assert len(analysis.subject_boxes) == 10
+    assert all(b == pytest.approx((100.0, 50.0, 220.0, 130.0)) for _, *b in analysis.subject_boxes)
+
+
 def test_choose_detects_cuts_from_signatures() -> None:
     info = VideoInfo(640, 360, 25.0, 20.0, True, 0, "h264", 0.0)
     analysis = choose(info, _samples([0.5] * 40, cut_at=20), load_settings().output_config())

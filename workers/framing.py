@@ -175,15 +175,14 @@ def _across_misses(segments: Sequence[Segment], line: CropLine) -> int:
 
 
 def _too_big(segments: Sequence[Segment], line: CropLine, held: float = HELD_SHARE) -> tuple[int, int]:
-    """(keys, keys where the held share of the subject is longer than the crop along its moving axis)."""
+    """(keys, keys where the held share of the subject (within the frame) is longer than the crop along its
+    moving axis)."""
     keys = too_big = 0
     for segment in segments:
         keys += len(segment.times)
-        if segment.subject_boxes is None:
-            continue
-        for box, fits in zip(segment.subject_boxes, segment.held, strict=True):
+        for box in segment.subject_boxes if segment.subject_boxes is not None else []:
             a, b, _, _ = line.split((box[0], box[1], box[2], box[3]))
-            too_big += fits is None and held * (min(b, line.length) - max(a, 0)) > line.crop
+            too_big += held * (min(b, line.length) - max(a, 0)) > line.crop
     return keys, too_big
 
 
@@ -290,8 +289,11 @@ def _plan_aspect(
         # a smaller crop leaves less room for error in the subject's box: it must hold the box grown by a margin
         grow = 0.0 if zoom == 1 else params.zoom_margin
         segments = segments_on(line, track, grow)
-        # the planning keys are the same on every line (the letterbox regions below count against them too)
-        keys, too_big = _too_big(segments, line)
+        # the planning keys are the same on every line (the letterbox regions below count against them too);
+        # a smaller crop is a choice: it must be able to hold the whole subject, not only its held share (the
+        # margin it must hold is only what room the crop has: without this, the smallest crop passed a subject
+        # longer than itself)
+        keys, too_big = _too_big(segments, line, held=HELD_SHARE if zoom == 1 else 1.0)
         # a face or a salient region standing in for a product not found is cropped however large
         if too_big > params.pad_share * keys and not stand_in_only:
             # a smaller crop is only tried past text: the subject too big for it is one text keeps out

@@ -355,3 +355,25 @@ def test_crops_and_letterboxed_regions_stay_inside_the_picture_between_black_bar
     assert plans["9:16"].crop_path()(4.0).w >= 198
     assert plans["16:9"].text_boxes == plans["9:16"].text_boxes
     assert all(picture[0] <= b[0] and b[2] <= picture[2] for b in plans["16:9"].text_boxes)
+
+
+def test_no_smaller_crop_narrower_than_the_product_is_taken() -> None:
+    """A caption across the top makes every 9:16 crop a smaller one below it; another caption 16 px right of
+    the product leaves a crop holding it whole only 2 px of margin on that side, short of the margin a smaller
+    crop must hold. The smallest crops are narrower than the product itself (126 and 108 px against 130): none
+    of them may be taken (the margin a smaller crop must hold is only the room it has, so such a crop once passed,
+    cutting the product). The clip is letterboxed, for the text; with the caption further off, a crop holds it."""
+    top = (20.0, 10.0, 620.0, 40.0)
+    product = (250.0, 120.0, 380.0, 260.0)
+    subject = [(t, product) for t in np.arange(1.0, 8.0, 0.5)]
+
+    def plan(caption_x: float) -> FramingPlan:
+        beside = (caption_x, 150.0, caption_x + 160, 190.0)  # its clearance is 14 px
+        text = [(float(t), [top, beside]) for t in np.arange(1.0, 8.0, 0.5)]
+        return plan_framing(2.0, 7.0, W, H, [(9, 16)], subject, text)["9:16"]
+
+    close = plan(396.0)
+    assert close.padded and close.padded_reason == PAD_TEXT_AND_SUBJECT, (close.padded_reason, close.zoom)
+    further = plan(420.0)
+    assert not further.padded and further.zoom < 1
+    assert all(holds(further.crop_path()(t), product) for t in frame_times(2.0, 7.0))

@@ -127,10 +127,12 @@ def measure(localise: ModuleType, catalog: Path, show_items: bool) -> dict[str, 
                 marks.append(".")
                 continue
             totals["found"] += 1
-            held = share_inside(as_rect(real), box) >= 0.7 and _iou(as_rect(real), box) > 0.3
+            true_box = as_rect(real)
+            inside = share_inside(true_box, box)
+            held = inside >= 0.7 and _iou(true_box, box) > 0.3
             totals["held"] += held
-            totals["whole"] += held and share_inside(as_rect(real), box) >= 0.9
-            totals["oversized"] += area(box) > OVERSIZED * area(as_rect(real))
+            totals["whole"] += held and inside >= 0.9
+            totals["oversized"] += area(box) > OVERSIZED * area(true_box)
             marks.append("H" if held else "p")
         if item["has_product"] and "H" not in marks and "p" not in marks:
             never += 1

@@ -77,7 +77,7 @@ from bench.quality_set import (  # noqa: E402
     write_quality_set,
 )
 from monitoring.machine import machine_lines  # noqa: E402
-from workers.crop_paths import HELD_SHARE, FramingParams  # noqa: E402
+from workers.crop_paths import HELD_SHARE, FramingParams, held_span  # noqa: E402
 from workers.text_regions import text_clearance  # noqa: E402
 
 DATA = ROOT / "bench" / ".data" / "quality"
@@ -245,9 +245,8 @@ def separable(
     ground truth's own answer to "text and product cannot be separated": motion bounds aside, which only make
     the planner's task harder, a frame where this is False justifies a letterbox."""
     margin = FramingParams().text_margin * min(width, height)
-    trim = (1 - HELD_SHARE) / 2
-    bw, bh = box[2] - box[0], box[3] - box[1]
-    held = (box[0] + trim * bw, box[1] + trim * bh, box[2] - trim * bw, box[3] - trim * bh)
+    (hx0, hx1), (hy0, hy1) = held_span(box[0], box[2]), held_span(box[1], box[3])
+    held = (hx0, hy0, hx1, hy1)
     grown = []
     for c in captions:
         clearance = text_clearance(as_rect(c), margin)

@@ -16,4 +16,6 @@ except PackageNotFoundError:  # running from a source tree that was never instal
 #    keypoints' extent.
 # 8: a source with black bars framed inside its picture (workers.picture_area).
 # 9: the product located with 4000 keypoints per frame (a small product in a busy scene is found).
+# 10: a partly covered product boxed whole over the video (workers.localise.whole_boxes); a smaller crop taken
+#     only where it can hold the whole subject.
 PIPELINE_VERSION = "10"

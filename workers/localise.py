@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import cv2
 import numpy as np
@@ -348,7 +349,18 @@ WHOLE_QUANTILE = 0.8
 WHOLE_MIN_FRAMES = 3
 
 
-def whole_boxes(found: Sequence[Located], source_size: tuple[int, int]) -> list[Box | None]:
+class Sighting(Protocol):
+    """What whole_boxes needs of a frame's find: a Located, or a record carrying its fields."""
+
+    @property
+    def box(self) -> Box | None: ...
+    @property
+    def seen(self) -> Box | None: ...
+    @property
+    def homography(self) -> tuple[float, ...]: ...
+
+
+def whole_boxes(found: Sequence[Sighting], source_size: tuple[int, int]) -> list[Box | None]:
     """The product's box per frame, whole where part of it is hidden.
 
     A frame where a hand covers half the product sees only the other half again, and its box holds only that;

@@ -36,7 +36,7 @@ from storage.manifest import ClipRecord, ItemManifest, WindowRecord, clip_key, m
 from storage.store import ObjectStore, left_by_dead_process, process_tag
 from workers.framing import plan_framing
 from workers.geometry import CropPath, CropRect, aspect_size
-from workers.localise import LOCATE_SIDE, Located, ProductLocator, whole_boxes
+from workers.localise import LOCATE_SIDE, ProductLocator, whole_boxes
 from workers.picture_area import picture_area
 from workers.render import EncodeOptions, OutputSpec, render_window
 from workers.scoring import (
@@ -195,9 +195,6 @@ class SampleScore:
     def value(self) -> float:
         return frame_value(self.match, self.quality)
 
-    def located(self) -> Located:
-        return Located(self.box, self.match, "features", (), self.seen, self.homography)
-
 
 def sample_times(info: VideoInfo, fps: float) -> list[float]:
     count = max(1, int(info.duration_s * fps))
@@ -295,7 +292,7 @@ def choose(info: VideoInfo, samples: list[SampleScore], config: OutputConfig) ->
     window = Window(
         window.start_s + info.start_s, window.end_s + info.start_s, round(window.score, 4), window.truncated
     )
-    boxes = whole_boxes([s.located() for s in samples], (info.width, info.height))
+    boxes = whole_boxes(samples, (info.width, info.height))
     subject = [
         (s.t, *b)
         for s, b in zip(samples, boxes, strict=True)

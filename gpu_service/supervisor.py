@@ -20,6 +20,9 @@ from reelgen.processes import ChildProcess
 log = logging.getLogger(__name__)
 
 _READY_POLL_S = 0.05
+#: launches in a row that exit before this supervisor saw them answer, after which the daemon is taken for
+#: broken (a missing model, a bad setting) rather than killed: as a crash loop, not forever
+_UNREADY_LAUNCHES = 3
 
 
 class DaemonProcess(ChildProcess):
@@ -29,6 +32,7 @@ class DaemonProcess(ChildProcess):
         self.ready_timeout_s = ready_timeout_s
         self.restarts = 0
         self.ready = False
+        self._unready_exits = 0
         self._launched_at = 0.0
         super().__init__()
 
@@ -62,6 +66,7 @@ class DaemonProcess(ChildProcess):
         if code is None:
             if ping_or_none(self.settings.socket_path) is not None:
                 self.ready = True
+                self._unready_exits = 0
                 return True
             if time.monotonic() - self._launched_at < self.ready_timeout_s:
                 return False
@@ -71,16 +76,22 @@ class DaemonProcess(ChildProcess):
         )
 
     def ensure_running(self) -> None:
-        """Follow a daemon's start, and restart one that died after it was ready: workers' in-flight requests
-        failed fast and their tasks retry; new requests wait for the new daemon's socket."""
+        """Follow a daemon's start, and restart one that died: workers' in-flight requests failed fast and their
+        tasks retry; new requests wait for the new daemon's socket. A daemon can serve and die between two looks
+        (workers connect as soon as it listens), so an exit before this supervisor saw it ready is restarted too,
+        up to _UNREADY_LAUNCHES in a row."""
         if self._process is None:
             return
-        if not self.ready:
+        if self._process.poll() is None:
             self.poll_ready()
-        elif self._process.poll() is not None:
-            log.warning("inference daemon exited with %s; restarting", self._process.returncode)
-            self.restarts += 1
-            self.launch()
+            return
+        if not self.ready:
+            self._unready_exits += 1
+            if self._unready_exits >= _UNREADY_LAUNCHES:
+                self.poll_ready()  # names the exit and stops
+        log.warning("inference daemon exited with %s; restarting", self._process.returncode)
+        self.restarts += 1
+        self.launch()
 
     def __enter__(self) -> DaemonProcess:
         self.start()

@@ -60,6 +60,10 @@ class ChildProcess:
     def __init__(self) -> None:
         self._process: subprocess.Popen[bytes] | None = None
 
+    @property
+    def pid(self) -> int | None:
+        return None if self._process is None else self._process.pid
+
     def detach(self) -> subprocess.Popen[bytes] | None:
         """Hand the process to a caller that stops it together with others (terminate)."""
         process, self._process = self._process, None

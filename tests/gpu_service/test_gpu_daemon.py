@@ -464,6 +464,40 @@ def test_the_supervisor_names_a_daemon_that_exits_before_it_is_ready(sock_dir: P
     assert daemon.detach() is None  # stopped: nothing left to supervise
 
 
+def test_a_daemon_that_dies_before_the_supervisor_saw_it_ready_is_restarted(sock_dir: Path) -> None:
+    # workers reach a daemon as soon as it listens, so it can serve and be killed between two of the
+    # supervisor's looks: that is a daemon to restart, not a broken one
+    daemon = DaemonProcess(
+        DaemonSettings(socket_path=sock_dir / "d.sock", device="cpu"), sock_dir / "daemon.log"
+    )
+    daemon.launch()
+    try:
+        first = daemon.pid
+        assert first is not None
+        os.kill(first, signal.SIGKILL)
+        deadline = time.monotonic() + 120
+        while not daemon.ready:
+            assert time.monotonic() < deadline, daemon.log_file.read_text()
+            daemon.ensure_running()
+            time.sleep(0.05)
+        assert daemon.restarts == 1 and daemon.pid != first
+    finally:
+        daemon.stop()
+
+
+def test_a_daemon_that_never_becomes_ready_is_given_up_after_a_few_launches(sock_dir: Path) -> None:
+    settings = DaemonSettings(socket_path=sock_dir / "d.sock", device="cpu", models=("no_such_model",))
+    daemon = DaemonProcess(settings, sock_dir / "daemon.log", ready_timeout_s=120)
+    daemon.launch()
+    deadline = time.monotonic() + 180
+    with pytest.raises(DaemonUnavailable, match="did not become ready"):
+        while time.monotonic() < deadline:
+            daemon.ensure_running()
+            time.sleep(0.05)
+    assert daemon.restarts == 2 and daemon.detach() is None
+    assert daemon.log_file.read_text().count("no_such_model") >= 3
+
+
 # --- leases, crashes and restarts -------------------------------------------------------------------------------
 
 

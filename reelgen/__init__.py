@@ -18,4 +18,5 @@ except PackageNotFoundError:  # running from a source tree that was never instal
 # 9: the product located with 4000 keypoints per frame (a small product in a busy scene is found).
 # 10: a partly covered product boxed whole over the video (workers.localise.whole_boxes); a smaller crop taken
 #     only where it can hold the whole subject.
-PIPELINE_VERSION = "10"
+# 11: windows may start on any sample, not only on the sampling grid.
+PIPELINE_VERSION = "11"

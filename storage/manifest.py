@@ -91,7 +91,7 @@ class ItemManifest:
     #: (t, frame value) for every sample: the score curve
     curve: list[tuple[float, float]]
     cuts: list[float]
-    #: (t, x0, y0, x1, y1) of the located product in the window
+    #: (t, x0, y0, x1, y1) of the located product in the window and at the sample either side of it
     subject_boxes: list[tuple[float, float, float, float, float]]
     outputs: list[ClipRecord]
     config_hash: str

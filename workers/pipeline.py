@@ -36,7 +36,7 @@ from storage.manifest import ClipRecord, ItemManifest, WindowRecord, clip_key, m
 from storage.store import ObjectStore, left_by_dead_process, process_tag
 from workers.framing import plan_framing
 from workers.geometry import CropPath, CropRect, aspect_size
-from workers.localise import LOCATE_SIDE, ProductLocator, whole_boxes
+from workers.localise import LOCATE_SIDE, Box, ProductLocator, whole_boxes
 from workers.picture_area import picture_area
 from workers.render import EncodeOptions, OutputSpec, render_window
 from workers.scoring import (
@@ -293,17 +293,39 @@ def choose(info: VideoInfo, samples: list[SampleScore], config: OutputConfig) ->
         window.start_s + info.start_s, window.end_s + info.start_s, round(window.score, 4), window.truncated
     )
     boxes = whole_boxes(samples, (info.width, info.height))
-    subject = [
-        (s.t, *b)
-        for s, b in zip(samples, boxes, strict=True)
-        if b is not None and window.start_s <= s.t < window.end_s
-    ]
+    subject = [(s.t, *b) for s, b in _around(samples, boxes, window, cuts, info.start_s) if b is not None]
     return Analysis(
         window=window,
         curve=[(round(s.t, 3), round(s.value, 4)) for s in samples],
         cuts=[round(c + info.start_s, 3) for c in cuts],
         subject_boxes=[tuple(round(v, 1) for v in b) for b in subject],  # type: ignore[misc]
     )
+
+
+def _around(
+    samples: list[SampleScore],
+    boxes: list[Box | None],
+    window: Window,
+    cuts: list[float],
+    start_s: float,
+) -> list[tuple[SampleScore, Box | None]]:
+    """The samples in the window with their boxes, and the sample either side of it unless a cut parts them:
+    the frames between a window's edge and its first or last sample then follow the product towards where it
+    was next seen, instead of standing on the nearest sample's box (a product entering or moving on at the
+    window's edge left the crop behind)."""
+    inside = [k for k, s in enumerate(samples) if window.start_s <= s.t < window.end_s]
+    if not inside:
+        return []
+    first, last = inside[0], inside[-1]
+
+    def joined(a: int, b: int) -> bool:
+        return not any(samples[a].t - start_s < c <= samples[b].t - start_s for c in cuts)
+
+    if first > 0 and joined(first - 1, first):
+        first -= 1
+    if last + 1 < len(samples) and joined(last, last + 1):
+        last += 1
+    return list(zip(samples[first : last + 1], boxes[first : last + 1], strict=True))
 
 
 def _subject_near(

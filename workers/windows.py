@@ -44,7 +44,7 @@ def best_window(
 ) -> Window:
     """The window of length window_s with the highest mean frame value, penalised when it spans a shot cut.
 
-    Candidates start every step_s; a tie keeps the earliest. A video shorter than the window yields the whole
+    Candidates start every step_s and on every sample; a tie keeps the earliest. A video shorter than the window yields the whole
     video, marked truncated.
     """
     if duration_s <= window_s:
@@ -54,9 +54,10 @@ def best_window(
     v = np.asarray(values, dtype=np.float64)
     best = Window(0.0, window_s, -np.inf)
     last_start = duration_s - window_s
-    starts = np.arange(0.0, last_start + 1e-9, step_s)
-    if starts[-1] < last_start - 1e-6:
-        starts = np.append(starts, last_start)
+    grid = np.arange(0.0, last_start + 1e-9, step_s)
+    # a window may also start on any sample: sampled frames sit off the grid (the frame nearest each request),
+    # and a grid start just before the first sample showing the product opens the clip on its entrance
+    starts = np.unique(np.concatenate([grid, t[t <= last_start], [last_start]]))
     for start in starts:
         end = start + window_s
         inside = (t >= start) & (t < end)

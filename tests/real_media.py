@@ -306,6 +306,12 @@ feat_multi_face_photo = _python_package("feat", "tests/data/multi_face.jpg")  # 
 # node-opencv (Debian, Expat)
 node_opencv_car1 = _debian("/usr/share/doc/node-opencv/examples/files/car1.jpg")  # 1024x680
 node_opencv_car2 = _debian("/usr/share/doc/node-opencv/examples/files/car2.jpg")  # 1500x938
+# opencv-doc=4.6.0+dfsg-12 (Debian, Apache-2.0 AND BSD-3-Clause for all of OpenCV's files)
+opencv_box = _debian(_OPENCV + "box.png")  # 324x223 grey, a biscuit box's front
+opencv_apple = _debian(_OPENCV + "apple.jpg")  # 512x512
+opencv_orange = _debian(_OPENCV + "orange.jpg")  # 512x512
+opencv_butterfly = _debian(_OPENCV + "butterfly.jpg")  # 493x356
+opencv_rubberwhale = _debian(_OPENCV + "rubberwhale1.png")  # 584x388, a toy whale among other toys
 
 REAL_PHOTOS: list[tuple[str, Locator]] = [
     ("skimage_astronaut", skimage_astronaut),
@@ -326,6 +332,11 @@ REAL_PHOTOS: list[tuple[str, Locator]] = [
     ("feat_multi_face_photo", feat_multi_face_photo),
     ("node_opencv_car1", node_opencv_car1),
     ("node_opencv_car2", node_opencv_car2),
+    ("opencv_box", opencv_box),
+    ("opencv_apple", opencv_apple),
+    ("opencv_orange", opencv_orange),
+    ("opencv_butterfly", opencv_butterfly),
+    ("opencv_rubberwhale", opencv_rubberwhale),
 ]
 
 

@@ -129,10 +129,10 @@ def refine_text_times(
                 for j in inside:
                     present[j].append(union)
             else:
-                _follow(present, inside, dense, box, frame_at(t0), frame_at(t1), sx, sy)
+                _follow(present, inside, dense, box, frame_at(t0), frame_at(t1), True, (sx, sy))
         for box in boxes1:
             if all(_iou(box, b) < SAME_REGION_IOU for b in boxes0):
-                _follow(present, inside, dense, box, frame_at(t1), frame_at(t0), sx, sy)
+                _follow(present, inside, dense, box, frame_at(t1), frame_at(t0), False, (sx, sy))
     # before the first and after the last sample nothing better is known than the nearest sample
     for j, t in enumerate(times):
         if t < samples[0][0]:
@@ -151,11 +151,20 @@ SAME_LEVEL = 8.0
 #: share of the changed pixels nearer the sample that shows the text at which a frame is taken to show it too:
 #: below half, as a frame where the caption is only partly drawn (fading or sliding in) counts as showing it
 SHOWN_VOTE = 0.4
+#: consecutive frames differing by this many grey levels on average, and CUT_RATIO times the median step
+#: between two samples, are a shot cut (a pan over a busy scene changes every pixel but steadily)
+CUT_LEVEL = 12.0
+CUT_RATIO = 4.0
+#: share of a region's pixels that must differ for a frame to show text there that another does not
+GLYPH_SHARE = 0.02
 
 
 def _same_pixels(box: Box, a: np.ndarray, b: np.ndarray, sx: float, sy: float) -> bool:
     """Whether box's region looks the same in two frames (MISSED_DETECTION_SHARE of it within SAME_LEVEL)."""
-    first, second = _patch(a, box, sx, sy), _patch(b, box, sx, sy)
+    return _alike(_patch(a, box, sx, sy), _patch(b, box, sx, sy))
+
+
+def _alike(first: np.ndarray, second: np.ndarray) -> bool:
     return float((np.abs(first - second) <= SAME_LEVEL).mean()) >= MISSED_DETECTION_SHARE
 
 
@@ -182,6 +191,22 @@ def _with_missed_detections(
     return out
 
 
+def _cut_at(dense: Sequence[tuple[float, np.ndarray]], inside: list[int]) -> int | None:
+    """Where a shot cut splits the frames inside (the index in inside of the first frame after it), if one
+    does: the largest mean grey difference between consecutive frames, when it is CUT_RATIO times their
+    median and at least CUT_LEVEL."""
+    if len(inside) < 3:
+        return None
+    steps = [
+        float(np.abs(dense[a][1].astype(np.float32) - dense[b][1].astype(np.float32)).mean())
+        for a, b in itertools.pairwise(inside)
+    ]
+    k = int(np.argmax(steps))
+    if steps[k] >= CUT_LEVEL and steps[k] >= CUT_RATIO * float(np.median(steps)):
+        return k + 1
+    return None
+
+
 def _follow(
     present: list[list[Box]],
     inside: list[int],
@@ -189,28 +214,55 @@ def _follow(
     box: Box,
     with_text: np.ndarray,
     without_text: np.ndarray,
-    sx: float,
-    sy: float,
+    shown_first: bool,
+    scale: tuple[float, float],
 ) -> None:
-    """Mark the frames (and their neighbours) where box's pixels look as they do when the text is shown.
+    """Mark the frames between two samples, one showing the text (the first when shown_first), where box's
+    region shows it (and their neighbours).
 
     Where the region looks the same at the sample that did not detect it, the detector missed it there (the
-    caption was on screen all along): every frame between keeps it."""
-    if _same_pixels(box, with_text, without_text, sx, sy):
+    caption was on screen all along): every frame between keeps it. Across a shot cut the region's pixels say
+    nothing about the text: a caption that stays on screen over the cut sits on the other shot's background,
+    which the sample without it shares, and read as gone from the cut on; beyond a cut the reference showing
+    the text is the frame next to it instead."""
+    patches = {j: _patch(dense[j][1], box, *scale) for j in inside}
+    shown, hidden = _patch(with_text, box, *scale), _patch(without_text, box, *scale)
+    if _alike(shown, hidden):
         for j in inside:
             present[j].append(box)
         return
-    shown, hidden = _patch(with_text, box, sx, sy), _patch(without_text, box, sx, sy)
-    # A frame shows the text when its patch is nearer the sample showing it as a whole, or when enough of its
-    # pixels are: one pixel, one vote, among those where the samples differ. The whole-patch distance alone
+    cut = _cut_at(dense, inside)
+    if cut is None:
+        _mark(present, box, inside, patches, shown, hidden)
+        return
+    near, far = (inside[:cut], inside[cut:]) if shown_first else (inside[cut:], inside[:cut])
+    _mark(present, box, near, patches, shown, hidden)
+    # the frame next to the cut is the same shot as the sample without the text: where it differs from it, it
+    # shows the text (a thin caption's glyphs may be a tenth of its box); where it does not, the text left
+    # with the cut
+    anchor = patches[far[0] if shown_first else far[-1]]
+    if float((np.abs(anchor - hidden) > SAME_LEVEL).mean()) >= GLYPH_SHARE:
+        _mark(present, box, far, patches, anchor, hidden)
+
+
+def _mark(
+    present: list[list[Box]],
+    box: Box,
+    inside: list[int],
+    patches: dict[int, np.ndarray],
+    shown: np.ndarray,
+    hidden: np.ndarray,
+) -> None:
+    """Mark the frames (and their neighbours) whose patch looks as the region does when the text is shown."""
+    # A frame shows the text when its patch is nearer the one showing it as a whole, or when enough of its
+    # pixels are: one pixel, one vote, among those where the two differ. The whole-patch distance alone
     # let something bright passing behind the caption at the sample outweigh the glyphs of a thin, outlined
     # caption, which then read as absent for the frames after it appeared; the votes alone would miss a
     # caption whose glyphs are few against a background that moved. Either is enough: absent is the risky call.
     differs = np.abs(shown - hidden) > SAME_LEVEL
     marks = []
     for j in inside:
-        here = _patch(dense[j][1], box, sx, sy)
-        to_shown, to_hidden = np.abs(here - shown), np.abs(here - hidden)
+        to_shown, to_hidden = np.abs(patches[j] - shown), np.abs(patches[j] - hidden)
         votes = float((to_shown < to_hidden)[differs].mean())
         marks.append(float(to_shown.mean()) <= float(to_hidden.mean()) or votes >= SHOWN_VOTE)
     for k, j in enumerate(inside):

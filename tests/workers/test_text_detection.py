@@ -170,6 +170,30 @@ def test_a_caption_the_detector_missed_at_one_sample_is_kept_between_the_samples
     assert all(boxes for _, boxes in refined), [t for t, boxes in refined if not boxes]
 
 
+def test_a_caption_kept_on_screen_over_a_shot_cut_is_followed_to_where_it_leaves() -> None:
+    """A thin caption over a panning shot stays on screen when the video cuts to a still shot at 0.6 s and
+    leaves at 1.12 s; the samples at 0.52 s (shot A, caption) and 1.48 s (shot B, none) bracket both. After the
+    cut the caption's region is shot B's background plus a few glyph pixels: nearer the sample without it, so
+    the comparison with the first sample alone read the caption as gone from the cut on."""
+    box = (40.0, 20.0, 200.0, 60.0)  # (10, 5)-(50, 15) in the quarter-size frames
+    rng = np.random.default_rng(5)
+    # a dark street, then a bright sky
+    shots = [
+        cv2.GaussianBlur(rng.integers(low, high, (90, 400), dtype=np.uint8), (0, 0), 1.5)
+        for low, high in ((20, 120), (150, 210))
+    ]
+    dense = []
+    for k in range(13, 38):
+        t = k / 25
+        gray = (shots[1][:, :160] if t >= 0.6 else shots[0][:, k : k + 160]).copy()
+        if t < 1.12:
+            gray[7:13, 10:50:4] = 255  # thin strokes: a seventh of the box
+        dense.append((t, gray))
+    refined = refine_text_times([(0.52, [box]), (1.48, [])], dense, (640, 360))
+    shown = [t for t, boxes in refined if boxes]
+    assert min(shown) == 0.52 and 1.08 - 1e-9 <= max(shown) <= 1.16 + 1e-9, shown
+
+
 def test_face_shaped_regions_are_not_text_but_lines_words_and_vertical_text_are() -> None:
     width, height = 1280, 720
     face = (500.0, 200.0, 700.0, 480.0)  # 200×280: squarish and taller than any caption line

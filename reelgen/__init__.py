@@ -19,4 +19,5 @@ except PackageNotFoundError:  # running from a source tree that was never instal
 # 10: a partly covered product boxed whole over the video (workers.localise.whole_boxes); a smaller crop taken
 #     only where it can hold the whole subject.
 # 11: windows may start on any sample, not only on the sampling grid.
-PIPELINE_VERSION = "11"
+# 12: a plain product is located by its colours only from a studio shot; captions followed over shot cuts.
+PIPELINE_VERSION = "12"

@@ -11,8 +11,10 @@ import numpy as np
 import pytest
 
 from tests.real_media import (
+    feat_single_face_photo,
     kivy_cat_mug,
     kivy_city_still,
+    opencv_apple,
     skimage_astronaut,
     skimage_chelsea,
     skimage_clock_motion,
@@ -36,8 +38,12 @@ FRAME = (384, 216)
 def _photo(name: str) -> np.ndarray:
     path = (PHOTOS | PLAIN)[name]()
     assert path is not None, "python -m tests.fetch_real_media"
+    return _read(path)
+
+
+def _read(path: Path) -> np.ndarray:
     picture = cv2.imread(str(path))
-    assert picture is not None
+    assert picture is not None, path
     return cv2.cvtColor(picture, cv2.COLOR_BGR2RGB)
 
 
@@ -144,6 +150,22 @@ def test_a_grey_plain_product_is_not_found_on_grey_footage_by_its_colours() -> N
     assert not locator.textured
     found = [locator.locate(frame, (FRAME[0], FRAME[1])) for frame in _backgrounds()]
     assert [f.box for f in found] == [None] * len(found)
+
+
+def test_a_plain_product_photographed_to_its_edges_is_not_found_on_faces_by_its_colours() -> None:
+    """An apple filling a photo that runs to its edges (no studio background to remove): its colours are the
+    whole photo's, the apple's reds and the backdrop's olives, and they matched skin: the locator boxed the faces
+    in a portrait and the astronaut's suit. Without the product's own pixels colour is no evidence of it."""
+    path = opencv_apple()
+    if path is None:
+        pytest.skip("opencv-doc is not unpacked here (python -m tests.fetch_real_media)")
+    locator = ProductLocator(_read(path))
+    assert not locator.textured and locator.colourful
+    for photo in (feat_single_face_photo, skimage_astronaut):
+        located = photo()
+        assert located is not None, "python -m tests.fetch_real_media"
+        picture = _read(located)
+        assert locator.locate(picture, (picture.shape[1], picture.shape[0])) == NOT_FOUND
 
 
 def _inside(box: tuple[float, ...], outer: tuple[float, ...]) -> float:

@@ -247,7 +247,8 @@ def separable(
     wholly inside or wholly outside, clear of its edges by the planner's clearance (workers.text_regions). The
     ground truth's own answer to "text and product cannot be separated": motion bounds aside, which only make
     the planner's task harder, a frame where this is False justifies a letterbox."""
-    margin = FramingParams().text_margin * min(width, height)
+    params = FramingParams()
+    margin = params.text_margin * min(width, height)
     (hx0, hx1), (hy0, hy1) = held_span(box[0], box[2]), held_span(box[1], box[3])
     held = (hx0, hy0, hx1, hy1)
     grown = []
@@ -261,7 +262,7 @@ def separable(
                 min(height, c[3] + clearance),
             )
         )
-    for zoom in (1.0, *FramingParams().zooms):
+    for zoom in (1.0, *params.zooms):
         w, h = crop[0] * zoom, crop[1] * zoom
         xs, ys = np.meshgrid(
             np.linspace(0, width - w, SEPARABLE_GRID), np.linspace(0, height - h, SEPARABLE_GRID)

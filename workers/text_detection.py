@@ -117,6 +117,8 @@ def refine_text_times(
     present: list[list[Box]] = [[] for _ in dense]
     for (t0, boxes0), (t1, boxes1) in itertools.pairwise(samples):
         inside = [j for j, t in enumerate(times) if t0 - 1e-6 <= t <= t1 + 1e-6]
+        # regions seen at one of the two samples only: (box, shown at the first sample)
+        lonely: list[tuple[Box, bool]] = []
         for box in boxes0:
             twin = next((b for b in boxes1 if _iou(box, b) >= SAME_REGION_IOU), None)
             if twin is not None:
@@ -129,10 +131,12 @@ def refine_text_times(
                 for j in inside:
                     present[j].append(union)
             else:
-                _follow(present, inside, dense, box, frame_at(t0), frame_at(t1), True, (sx, sy))
-        for box in boxes1:
-            if all(_iou(box, b) < SAME_REGION_IOU for b in boxes0):
-                _follow(present, inside, dense, box, frame_at(t1), frame_at(t0), False, (sx, sy))
+                lonely.append((box, True))
+        lonely += [(box, False) for box in boxes1 if all(_iou(box, b) < SAME_REGION_IOU for b in boxes0)]
+        cut = _cut_at(dense, inside) if lonely else None
+        for box, first in lonely:
+            shown, hidden = (frame_at(t0), frame_at(t1)) if first else (frame_at(t1), frame_at(t0))
+            _follow(present, inside, dense, box, shown, hidden, first, cut, (sx, sy))
     # before the first and after the last sample nothing better is known than the nearest sample
     for j, t in enumerate(times):
         if t < samples[0][0]:
@@ -215,23 +219,23 @@ def _follow(
     with_text: np.ndarray,
     without_text: np.ndarray,
     shown_first: bool,
+    cut: int | None,
     scale: tuple[float, float],
 ) -> None:
     """Mark the frames between two samples, one showing the text (the first when shown_first), where box's
-    region shows it (and their neighbours).
+    region shows it (and their neighbours); cut: where a shot cut splits the frames between (_cut_at).
 
     Where the region looks the same at the sample that did not detect it, the detector missed it there (the
     caption was on screen all along): every frame between keeps it. Across a shot cut the region's pixels say
     nothing about the text: a caption that stays on screen over the cut sits on the other shot's background,
     which the sample without it shares, and read as gone from the cut on; beyond a cut the reference showing
     the text is the frame next to it instead."""
-    patches = {j: _patch(dense[j][1], box, *scale) for j in inside}
     shown, hidden = _patch(with_text, box, *scale), _patch(without_text, box, *scale)
     if _alike(shown, hidden):
         for j in inside:
             present[j].append(box)
         return
-    cut = _cut_at(dense, inside)
+    patches = {j: _patch(dense[j][1], box, *scale) for j in inside}
     if cut is None:
         _mark(present, box, inside, patches, shown, hidden)
         return

@@ -44,8 +44,8 @@ def best_window(
 ) -> Window:
     """The window of length window_s with the highest mean frame value, penalised when it spans a shot cut.
 
-    Candidates start every step_s and on every sample; a tie keeps the earliest. A video shorter than the window yields the whole
-    video, marked truncated.
+    Candidates start every step_s and on every sample; a tie keeps the earliest. A video shorter than the
+    window yields the whole video, marked truncated.
     """
     if duration_s <= window_s:
         mean = float(np.mean(values)) if len(values) else 0.0

@@ -67,14 +67,15 @@ def even_intervals(real: list[tuple[float, float]]) -> list[Interval]:
     return out
 
 
-#: clearance round a text region, as a share of its height, where that is more than the fixed text margin
+#: clearance round a text region, as a share of its glyphs' height, where that is more than the fixed text margin
 CAPTION_SURROUND = 0.35
 
 
 def text_clearance(box: Box, margin: float) -> float:
     """How far a crop edge keeps from a text region: a caption's backdrop, outline or shadow reaches past the
-    glyphs the detector boxes, by about a third of the text's height."""
-    return max(margin, CAPTION_SURROUND * (box[3] - box[1]))
+    glyphs the detector boxes, by about a third of the glyphs' height. That is the region's short side: a line
+    may run up the frame (print on a turned box), and its length says nothing of its glyphs."""
+    return max(margin, CAPTION_SURROUND * min(box[2] - box[0], box[3] - box[1]))
 
 
 def safe_positions(line: CropLine, boxes: Sequence[Box], margin: float) -> list[Interval]:

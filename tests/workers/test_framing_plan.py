@@ -377,3 +377,21 @@ def test_no_smaller_crop_narrower_than_the_product_is_taken() -> None:
     further = plan(420.0)
     assert not further.padded and further.zoom < 1
     assert all(holds(further.crop_path()(t), product) for t in frame_times(2.0, 7.0))
+
+
+def test_a_line_of_text_running_up_the_frame_is_cleared_by_its_glyph_height_not_its_length() -> None:
+    """Print on a turned box reads up the frame: its line is 248 px long and 34 px high. A crop edge keeps
+    clear of text by about a third of its glyphs' height; taken from the line's length (87 px), no 1:1 crop
+    held the product and that line whole and passed the two-line price caption below them."""
+    width, height = 540, 960
+    product = (40.0, 380.0, 440.0, 660.0)
+    print_line = (432.0, 418.0, 466.0, 666.0)
+    caption = (313.0, 770.0, 503.0, 852.0)
+    subject = [(t, product) for t in np.arange(1.0, 8.0, 0.5)]
+    text = [(float(t), [print_line, caption]) for t in np.arange(1.0, 8.0, 0.5)]
+    plan = plan_framing(2.0, 7.0, width, height, [(1, 1)], subject, text)["1:1"]
+    assert not plan.padded and plan.zoom == 1, plan.padded_reason
+    for t in frame_times(2.0, 7.0):
+        rect = plan.crop_path()(t)
+        assert holds(rect, product) and holds(rect, print_line)
+        assert not cuts_box(rect, caption, margin=6)

@@ -163,6 +163,9 @@ class TextTrack:
 #: the subject, which the crop keeps inside, so it is no separate constraint (and as a constraint it would
 #: fence the crop off the very subject it sits on)
 ON_SUBJECT = 0.8
+#: the subject's box grown by this share of its size on every side for that test: a located box is a few
+#: per cent off the product's edges, and print at its edge reads as a caption beside it
+SUBJECT_SLACK = 0.05
 #: a subject sample this close in time describes the subject at a text sample
 SUBJECT_NEAR_S = 0.3
 #: between two subject samples at most this far apart the subject is where the line between them says: text
@@ -192,6 +195,8 @@ def _nearest_subject(subject: Sequence[tuple[float, Box | None]], t: float) -> B
 def _on_subject(box: Box, subject: Box | None) -> bool:
     if subject is None:
         return False
+    grow_x, grow_y = SUBJECT_SLACK * (subject[2] - subject[0]), SUBJECT_SLACK * (subject[3] - subject[1])
+    subject = (subject[0] - grow_x, subject[1] - grow_y, subject[2] + grow_x, subject[3] + grow_y)
     w = max(0.0, min(box[2], subject[2]) - max(box[0], subject[0]))
     h = max(0.0, min(box[3], subject[3]) - max(box[1], subject[1]))
     area = (box[2] - box[0]) * (box[3] - box[1])

@@ -379,19 +379,31 @@ def test_no_smaller_crop_narrower_than_the_product_is_taken() -> None:
     assert all(holds(further.crop_path()(t), product) for t in frame_times(2.0, 7.0))
 
 
+def _upright_square_crops(product: Box, print_line: Box, caption: Box) -> list[CropRect]:
+    """The 1:1 crop over a 540×960 frame at every frame of a window where a still product carries a line of
+    print and a caption stands apart from it; the plan must be an unzoomed crop."""
+    subject = [(t, product) for t in np.arange(1.0, 8.0, 0.5)]
+    text = [(float(t), [print_line, caption]) for t in np.arange(1.0, 8.0, 0.5)]
+    plan = plan_framing(2.0, 7.0, 540, 960, [(1, 1)], subject, text)["1:1"]
+    assert not plan.padded and plan.zoom == 1, plan.padded_reason
+    rects = [plan.crop_path()(t) for t in frame_times(2.0, 7.0)]
+    assert not any(cuts_box(rect, caption, margin=6) for rect in rects)
+    return rects
+
+
 def test_a_line_of_text_running_up_the_frame_is_cleared_by_its_glyph_height_not_its_length() -> None:
     """Print on a turned box reads up the frame: its line is 248 px long and 34 px high. A crop edge keeps
     clear of text by about a third of its glyphs' height; taken from the line's length (87 px), no 1:1 crop
     held the product and that line whole and passed the two-line price caption below them."""
-    width, height = 540, 960
-    product = (40.0, 380.0, 440.0, 660.0)
-    print_line = (432.0, 418.0, 466.0, 666.0)
-    caption = (313.0, 770.0, 503.0, 852.0)
-    subject = [(t, product) for t in np.arange(1.0, 8.0, 0.5)]
-    text = [(float(t), [print_line, caption]) for t in np.arange(1.0, 8.0, 0.5)]
-    plan = plan_framing(2.0, 7.0, width, height, [(1, 1)], subject, text)["1:1"]
-    assert not plan.padded and plan.zoom == 1, plan.padded_reason
-    for t in frame_times(2.0, 7.0):
-        rect = plan.crop_path()(t)
-        assert holds(rect, product) and holds(rect, print_line)
-        assert not cuts_box(rect, caption, margin=6)
+    product, print_line = (40.0, 380.0, 440.0, 660.0), (432.0, 418.0, 466.0, 666.0)
+    rects = _upright_square_crops(product, print_line, caption=(313.0, 770.0, 503.0, 852.0))
+    assert all(holds(rect, product) and holds(rect, print_line) for rect in rects)
+
+
+def test_print_at_the_edge_of_a_located_box_a_little_tight_is_print_on_the_product() -> None:
+    """A located box is a few per cent off the product's edges: a line of print on the product's side pokes
+    a quarter of its width out of it. Taken for a caption beside the product, it had to be held whole or
+    left out, and with a caption above the product no 1:1 crop did both."""
+    located = (40.0, 300.0, 500.0, 700.0)
+    rects = _upright_square_crops(located, (470.0, 230.0, 510.0, 700.0), caption=(100.0, 150.0, 300.0, 200.0))
+    assert all(holds(rect, located) for rect in rects)

@@ -45,13 +45,18 @@ def text_sample_times(start: float, end: float, fps: float = TEXT_FPS) -> list[f
 #: than a one-glyph caption, and taking it for text letterboxes the clip or pushes the crop off the face.
 GLYPH_ASPECT = (0.4, 1.6)
 GLYPH_MAX_HEIGHT = 0.15
+#: nor is a region whose glyphs (its short side) stand taller than this share of the frame's short side: the
+#: bright blurred lights of a street at night read as one region 69 % of the frame tall, where a caption's lines
+#: are at most 14 % of it (two lines set close, which the detector may box as one, under this)
+GLYPH_MAX_LINE = 0.3
 
 
 def plausible_text(box: Box, width: int, height: int) -> bool:
     """Whether a detected region can be a line of text in a width×height frame (its pixels)."""
     w, h = box[2] - box[0], box[3] - box[1]
     squarish = GLYPH_ASPECT[0] * h <= w < GLYPH_ASPECT[1] * h
-    return not (squarish and h > GLYPH_MAX_HEIGHT * min(width, height))
+    side = min(width, height)
+    return not (squarish and h > GLYPH_MAX_HEIGHT * side) and min(w, h) <= GLYPH_MAX_LINE * side
 
 
 def detect_text(

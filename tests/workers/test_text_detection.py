@@ -202,3 +202,13 @@ def test_face_shaped_regions_are_not_text_but_lines_words_and_vertical_text_are(
     vertical = (1200.0, 100.0, 1240.0, 500.0)  # a column of glyphs: far narrower than tall
     assert not plausible_text(face, width, height)
     assert all(plausible_text(box, width, height) for box in (caption, price, vertical))
+
+
+def test_a_region_whose_glyphs_would_stand_a_third_of_the_frame_tall_is_not_text() -> None:
+    """The blurred lights of a street at night read as one wide region 69 % of the frame tall; as a caption it
+    letterboxed every aspect. Two caption lines set close and boxed as one stay text."""
+    width, height = 960, 720
+    lights = (0.0, 0.0, 933.0, 498.0)
+    two_lines = (60.0, 500.0, 900.0, 700.0)  # 200 px: glyphs of 90 px on each line
+    assert not plausible_text(lights, width, height)
+    assert plausible_text(two_lines, width, height)

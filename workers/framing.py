@@ -277,6 +277,9 @@ def _plan_aspect(
     crop, *wider = _candidates(size, width, height, params)
     subject_boxes = [box for _, box in subject if box is not None]
     stand_in_only = bool(stand_ins) and all(t in stand_ins for t, box in subject if box is not None)
+    # segments without text: what the subject alone asks of a line, known before the costlier text-safe
+    # segments are built (most lines tried fail on the subject's size)
+    no_text = TextTrack([])
     failed: set[str] = set()
     for zoom, line in [
         (1.0, crop),
@@ -288,12 +291,12 @@ def _plan_aspect(
     ]:
         # a smaller crop leaves less room for error in the subject's box: it must hold the box grown by a margin
         grow = 0.0 if zoom == 1 else params.zoom_margin
-        segments = segments_on(line, track, grow)
+        bare = segments_on(line, no_text, grow)
         # the planning keys are the same on every line (the letterbox regions below count against them too);
         # a smaller crop is a choice: it must be able to hold the whole subject, not only its held share (the
         # margin it must hold is only what room the crop has: without this, the smallest crop passed a subject
         # longer than itself)
-        keys, too_big = _too_big(segments, line, held=HELD_SHARE if zoom == 1 else 1.0)
+        keys, too_big = _too_big(bare, line, held=HELD_SHARE if zoom == 1 else 1.0)
         # a face or a salient region standing in for a product not found is cropped however large
         if too_big > params.pad_share * keys and not stand_in_only:
             # a smaller crop is only tried past text: the subject too big for it is one text keeps out
@@ -301,11 +304,11 @@ def _plan_aspect(
             continue
         # a smaller crop is a choice, not the rule: it must hold the subject, whatever makes it miss; across its
         # moving axis that is the subject's own box (the margin only steers the path), known before planning
-        across = _across_misses(segments_on(line, TextTrack([])), line) if zoom < 1 else 0
+        across = _across_misses(segments_on(line, no_text), line) if zoom < 1 else 0
         if across > params.pad_share * keys and not stand_in_only:
             failed.add(PAD_TEXT_AND_SUBJECT)
             continue
-        cropped = _plan_line(line, segments, params, miss_share=1.0)
+        cropped = _plan_line(line, segments_on(line, track, grow), params, miss_share=1.0)
         if cropped is None:
             failed.add(PAD_NO_TEXT_SAFE_CROP)
             continue
@@ -314,7 +317,7 @@ def _plan_aspect(
         else:
             # misses the motion bounds alone would cause (an erratic subject) are the crop's to take; only those
             # that text adds justify showing a wider, letterboxed region, and only for the product itself
-            free = _plan_line(line, segments_on(line, TextTrack([]), grow), params, miss_share=1.0)
+            free = _plan_line(line, bare, params, miss_share=1.0)
             misses = cropped.misses - (free.misses if free is not None else 0)
         if stand_in_only or misses <= params.pad_share * keys:
             return FramingPlan(size, cropped.keys(params), False, tuple(regions), cropped.moves, zoom=zoom)
@@ -322,10 +325,10 @@ def _plan_aspect(
     reason = _pad_reason(failed)
     for line in wider:
         # a region shorter than the whole subject (not only its held share) at too many keys is passed over
-        segments = segments_on(line, track)
-        if reason == PAD_SUBJECT_TOO_BIG and _too_big(segments, line, held=1.0)[1] > params.pad_share * keys:
+        too_big = _too_big(segments_on(line, no_text), line, held=1.0)[1]
+        if reason == PAD_SUBJECT_TOO_BIG and too_big > params.pad_share * keys:
             continue  # a region the subject does not fit either
-        padded = _plan_line(line, segments, params, params.subject_miss)
+        padded = _plan_line(line, segments_on(line, track), params, params.subject_miss)
         if padded is not None:
             return FramingPlan(size, padded.keys(params), True, tuple(regions), padded.moves, reason)
     # the last candidate is the whole frame, where every region is inside (clipped to the frame)

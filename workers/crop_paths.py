@@ -17,11 +17,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 
 from workers.geometry import Box, CropLine
-from workers.text_regions import Interval, TextTrack, containing, even_intervals, intersect, safe_positions
+from workers.text_regions import Interval, TextTrack, containing, intersect, safe_positions
 
 
 @dataclass(frozen=True)
@@ -100,7 +101,11 @@ class Segment:
 HELD_SHARE = 0.95
 
 
-def held_span(a: float, b: float) -> tuple[float, float]:
+#: a span's ends: one span's, or every key's at once
+Ends = TypeVar("Ends", float, np.ndarray)
+
+
+def held_span(a: Ends, b: Ends) -> tuple[Ends, Ends]:
     """The central HELD_SHARE of [a, b]."""
     trim = (1 - HELD_SHARE) / 2 * (b - a)
     return a + trim, b - trim
@@ -133,26 +138,25 @@ def build_segment(
     safe = [text_safe(a, b) for a, b in spans]
     between = [text_safe(times[i], times[i + 1]) for i in range(n)]
     boxes = _subject_at(subject, times)
+    if boxes is None:
+        none: list[Interval | None] = [None] * (n + 1)
+        return Segment(times, safe, between, none, none, none, np.full(n + 1, line.last / 2), boxes)
+    a, b = (boxes[:, 0], boxes[:, 2]) if line.axis == 0 else (boxes[:, 1], boxes[:, 3])
+    target = np.clip((a + b) / 2 - line.crop / 2, 0.0, float(line.last))
     margin = params.subject_margin * line.crop
-    subject_ok: list[Interval | None] = [None] * (n + 1)
-    inside: list[Interval | None] = [None] * (n + 1)
-    held: list[Interval | None] = [None] * (n + 1)
-    target = np.full(n + 1, line.last / 2)
-    for i, box in enumerate(boxes if boxes is not None else []):
-        a, b, _, _ = line.split((box[0], box[1], box[2], box[3]))
-        target[i] = min(max((a + b) / 2 - line.crop / 2, 0.0), float(line.last))
-        subject_ok[i] = _fit(line, a - margin, b + margin)
-        held[i] = _fit(line, *held_span(a, b))
-        inside[i] = _fit(line, a, b) or held[i]
-    return Segment(times, safe, between, subject_ok, inside, held, target, boxes)
+    held = _fits(line, *held_span(a, b))
+    inside = [whole or share for whole, share in zip(_fits(line, a, b), held, strict=True)]
+    return Segment(times, safe, between, _fits(line, a - margin, b + margin), inside, held, target, boxes)
 
 
-def _fit(line: CropLine, a: float, b: float) -> Interval | None:
-    """Even positions whose crop holds [a, b]; clipped to the frame, since a subject touching the frame's edge
-    is as inside as it can be. None when it is longer than the crop."""
-    a, b = max(0.0, a), min(float(line.length), b)
-    fit = even_intervals([(max(0.0, b - line.crop), min(float(line.last), a))])
-    return fit[0] if fit else None
+def _fits(line: CropLine, a: np.ndarray, b: np.ndarray) -> list[Interval | None]:
+    """Per key, the even positions whose crop holds [a, b]; clipped to the frame, since a subject touching the
+    frame's edge is as inside as it can be. None when it is longer than the crop."""
+    a, b = np.maximum(a, 0.0), np.minimum(b, float(line.length))
+    # even_intervals' rounding, over every key at once (a planning pass asks this of every key of every line)
+    lo = np.ceil(np.maximum(b - line.crop, 0.0) / 2 - 1e-9) * 2
+    hi = np.floor(np.minimum(a, float(line.last)) / 2 + 1e-9) * 2
+    return [(int(p), int(q)) if p <= q else None for p, q in zip(lo.tolist(), hi.tolist(), strict=True)]
 
 
 def _steady(segment: Segment, line: CropLine) -> int | None:

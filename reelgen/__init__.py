@@ -21,5 +21,6 @@ except PackageNotFoundError:  # running from a source tree that was never instal
 # 11: windows may start on any sample, not only on the sampling grid.
 # 12: a plain product is located by its colours only from a studio shot; captions followed over shot cuts.
 # 13: text cleared by its glyphs' height (a region's short side); print at a located box's edge is on the
-#     product; a region taller than any caption line is no text.
+#     product; a region taller than any caption line is no text; a letterboxed region holds the product with
+#     a margin.
 PIPELINE_VERSION = "13"

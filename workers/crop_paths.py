@@ -49,7 +49,9 @@ class FramingParams:
     #: smaller crops (shares of the largest one's size) tried before letterboxing: the clip is scaled up
     #: from them, which costs sharpness but shows the subject full-bleed
     zooms: tuple[float, ...] = (0.9, 0.8, 0.7, 0.6)
-    #: a smaller crop must hold the subject's box grown by this share of its size on every side
+    #: a smaller crop, and a letterboxed region, must hold the subject's box grown by this share of its size on
+    #: every side (as far as it can): both depart from the aspect's own crop to show the product, and a located
+    #: box is a few per cent off the product's edges
     zoom_margin: float = 0.15
     #: region widths tried, evenly from the aspect's crop up to the whole frame, before padding gives up
     pad_steps: int = 8

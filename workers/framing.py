@@ -328,7 +328,7 @@ def _plan_aspect(
         too_big = _too_big(segments_on(line, no_text), line, held=1.0)[1]
         if reason == PAD_SUBJECT_TOO_BIG and too_big > params.pad_share * keys:
             continue  # a region the subject does not fit either
-        padded = _plan_line(line, segments_on(line, track), params, params.subject_miss)
+        padded = _plan_line(line, segments_on(line, track, params.zoom_margin), params, params.subject_miss)
         if padded is not None:
             return FramingPlan(size, padded.keys(params), True, tuple(regions), padded.moves, reason)
     # the last candidate is the whole frame, where every region is inside (clipped to the frame)

@@ -282,8 +282,15 @@ def _crop_rect(entry: dict[str, Any]) -> Rect:
     return (x, y, x + float(entry["w"]), y + float(entry["h"]))
 
 
-def _frame_index(t: float, fps: float, n_frames: int) -> int:
+def frame_index(t: float, fps: float, n_frames: int) -> int:
+    """The ground truth's frame shown at t."""
     return min(n_frames - 1, max(0, math.floor(t * fps + 1e-3)))
+
+
+def too_big(box: Sequence[float], crop: tuple[int, int]) -> bool:
+    """Whether the planner's held share of the product's box is longer than the aspect's largest crop on
+    either side: the ground truth's own reason to letterbox."""
+    return HELD_SHARE * max((box[2] - box[0]) / crop[0], (box[3] - box[1]) / crop[1]) > 1
 
 
 @dataclass
@@ -398,14 +405,11 @@ def score_item(manifest: dict[str, Any] | None, truth: dict[str, Any]) -> ItemSc
         clip = ClipScore(str(output["aspect"]), bool(output.get("padded")), output.get("padded_reason"))
         crop_w, crop_h = largest_crop(clip.aspect, width, height)
         for entry in output["crops"]:
-            frame = frames[_frame_index(float(entry["t"]), fps, n)]
+            frame = frames[frame_index(float(entry["t"]), fps, n)]
             crop = _crop_rect(entry)
             box = frame["box"]
             clip.window_frames += 1
-            if (
-                box is not None
-                and HELD_SHARE * max((box[2] - box[0]) / crop_w, (box[3] - box[1]) / crop_h) > 1
-            ):
+            if box is not None and too_big(box, (crop_w, crop_h)):
                 clip.too_big_frames += 1
             if box is not None and box[2] - box[0] <= crop_w and box[3] - box[1] <= crop_h:
                 clip.fit_frames += 1
@@ -545,7 +549,7 @@ def score_half(catalog: Path, run: RunResult) -> list[ItemScore]:
             if not path.is_file() or not output["crops"]:
                 continue
             captions = [
-                item["frames"][_frame_index(float(e["t"]), fps, n)]["captions"] for e in output["crops"]
+                item["frames"][frame_index(float(e["t"]), fps, n)]["captions"] for e in output["crops"]
             ]
             jobs.append(
                 OcrJob(
@@ -669,17 +673,17 @@ def contact_sheet(
     failures: Counter[int] = Counter()
     for output in manifest["outputs"]:
         for entry in output["crops"]:
-            k = _frame_index(float(entry["t"]), fps, n)
+            k = frame_index(float(entry["t"]), fps, n)
             box = truth["frames"][k]["box"]
             if box is not None and share_inside(as_rect(box), _crop_rect(entry)) < INSIDE:
                 failures[k] += 1
-    indices = [_frame_index(t, fps, n) for t in times]
+    indices = [frame_index(t, fps, n) for t in times]
     if failures:
         indices[1] = failures.most_common(1)[0][0]
     outside = -1
     if score.hit is False and score.interval is not None:
         # a window that missed: show where the product was instead of the window's last frame
-        outside = _frame_index(sum(score.interval) / 2, fps, n)
+        outside = frame_index(sum(score.interval) / 2, fps, n)
         indices[2] = outside
     images = _source_frames(video, indices)
     tiles = []

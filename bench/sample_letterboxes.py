@@ -23,27 +23,26 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.quality import PAD_SHARE, as_rect, largest_crop, separable  # noqa: E402
+from bench.quality import PAD_SHARE, as_rect, frame_index, largest_crop, separable, too_big  # noqa: E402
 from devtools.sample_catalog import Truth, load_truth  # noqa: E402
-from workers.crop_paths import HELD_SHARE  # noqa: E402
 
 
 def clip_frames(truth: Truth, crops: list[dict[str, float]], aspect: str) -> tuple[int, int, int]:
     """(window frames showing the product, those where it is too big for the crop, those where no crop
     separates it from the captions)."""
     crop = largest_crop(aspect, truth.width, truth.height)
-    shown = too_big = unseparable = 0
+    shown = big = unseparable = 0
     for entry in crops:
-        frame = truth.frames[min(len(truth.frames) - 1, round(float(entry["t"]) * truth.fps))]
+        frame = truth.frames[frame_index(float(entry["t"]), truth.fps, len(truth.frames))]
         box = frame.product_box
         if box is None:
             continue
         shown += 1
-        if HELD_SHARE * max((box[2] - box[0]) / crop[0], (box[3] - box[1]) / crop[1]) > 1:
-            too_big += 1
+        if too_big(box, crop):
+            big += 1
         else:
             unseparable += not separable(as_rect(box), frame.caption_boxes, truth.width, truth.height, crop)
-    return shown, too_big, unseparable
+    return shown, big, unseparable
 
 
 def main() -> None:

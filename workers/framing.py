@@ -325,8 +325,10 @@ def _plan_aspect(
     reason = _pad_reason(failed)
     for line in wider:
         # a region shorter than the whole subject (not only its held share) at too many keys is passed over
-        too_big = _too_big(segments_on(line, no_text), line, held=1.0)[1]
-        if reason == PAD_SUBJECT_TOO_BIG and too_big > params.pad_share * keys:
+        if (
+            reason == PAD_SUBJECT_TOO_BIG
+            and _too_big(segments_on(line, no_text), line, 1.0)[1] > params.pad_share * keys
+        ):
             continue  # a region the subject does not fit either
         padded = _plan_line(line, segments_on(line, track, params.zoom_margin), params, params.subject_miss)
         if padded is not None:

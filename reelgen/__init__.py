@@ -23,4 +23,6 @@ except PackageNotFoundError:  # running from a source tree that was never instal
 # 13: text cleared by its glyphs' height (a region's short side); print at a located box's edge is on the
 #     product; a region taller than any caption line is no text; a letterboxed region holds the product with
 #     a margin.
-PIPELINE_VERSION = "13"
+# 14: where no one crop follows the product past text, the crop jumps inside a shot, as at a cut, to another
+#     place or size (each part at least half a second) instead of letterboxing.
+PIPELINE_VERSION = "14"

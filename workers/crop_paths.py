@@ -10,10 +10,16 @@ positions picks which interval the crop uses at every key (include or exclude ea
 the subject; a box-constrained quadratic programme then smooths the path inside those intervals with bounded
 velocity and acceleration. A segment (the window split at shot cuts) whose constraints admit one position
 throughout gets a steady crop.
+
+Where text stands between every such path and the subject, the programme may instead plan several lines at
+once (lanes: crops of other sizes or places across the moving axis) and jump between them, and along them,
+inside a shot as at a cut.
 """
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -57,6 +63,12 @@ class FramingParams:
     pad_steps: int = 8
     #: positions tried by the dynamic programme on the moving axis (more is finer and slower)
     max_states: int = 400
+    #: where no crop moving at the bounds above can follow the subject past text, the crop may instead jump to
+    #: it at once inside a shot, as at a cut; each part between jumps (and cuts) lasts at least this long
+    reframe_hold_s: float = 0.5
+    #: positions per line tried by the dynamic programme that may jump between lines (it plans every line at
+    #: once, so coarser: the path is smoothed to the pixel inside the corridors it picks)
+    reframe_states: int = 100
 
 
 #: a cut repositions the crop within this many seconds (keys straddle the cut)
@@ -185,81 +197,239 @@ SUBJECT_MISS_COST = 50.0
 TRIM_COST = 5.0
 MARGIN_MISS_COST = 0.5
 MOVE_COST = 0.05
+#: a jump (a reframe inside a shot, as at a cut) costs as much as two keys without the subject: worth it only
+#: to show the product where text keeps a moving crop off it
+JUMP_COST = 2 * SUBJECT_MISS_COST
+#: a smaller crop costs this much per key for each share of the largest one's size it gives up: the crop is
+#: scaled up from it, so it is the lesser choice where both hold the product
+ZOOM_COST = 1.0
 
 
-def _corridors(segment: Segment, line: CropLine, params: FramingParams) -> tuple[list[Interval], int] | None:
-    """The text-safe interval the crop uses at every key, chosen by dynamic programming, and the number of
-    keys where that path cannot keep the subject inside; None if no text-safe path exists."""
+@dataclass(frozen=True)
+class Lane:
+    """A line the crop may keep to over one shot, with the shot's constraints on it: the planner's one line, or
+    one of several (crops of different sizes and places across the moving axis) a path may jump between."""
+
+    line: CropLine
+    segment: Segment
+    #: the crop's size as a share of the aspect's largest (a smaller crop is the lesser choice)
+    zoom: float = 1.0
+    #: per key, whether no position on this line holds the subject at all (a smaller crop's: the subject is
+    #: longer than it, or reaches past its span across the moving axis); None: never
+    lost: np.ndarray | None = None
+
+    def forced(self, i: int) -> bool:
+        """Whether key i misses the subject on every text-safe position of this lane."""
+        held = self.segment.held[i]
+        if self.lost is not None and self.lost[i]:
+            return True
+        return held is not None and not intersect(self.segment.safe[i], [held])
+
+
+def _grid(line: CropLine, states: int) -> tuple[np.ndarray, int]:
+    """A lane's even positions for the dynamic programme (`states` at most), and their spacing."""
     last = line.last
-    step = max(2, math.ceil(last / params.max_states / 2) * 2)
+    step = max(2, math.ceil(last / states / 2) * 2)
     grid = np.arange(0, last + 1, step, dtype=np.float64)
     if grid[-1] != last:
         grid = np.append(grid, float(last))
-    n = len(segment.times)
-    dt = float(segment.times[1] - segment.times[0]) if n > 1 else params.key_step_s
-    scale = float(line.length)
+    return grid, step
 
-    def member(intervals: list[Interval]) -> np.ndarray:
-        ids = np.full(len(grid), -1)
-        for k, (lo, hi) in enumerate(intervals):
-            ids[(grid >= lo) & (grid <= hi)] = k
-        return ids
 
-    def outside(fit: Interval | None) -> np.ndarray:
-        if fit is None:
-            return np.zeros(len(grid))
-        return np.maximum(np.maximum(fit[0] - grid, grid - fit[1]), 0.0)
-
-    def node(i: int) -> np.ndarray:
-        cost = ((grid - segment.target[i]) / scale) ** 2
-        tight = outside(segment.held[i])
-        cost = cost + np.where(tight > 0, SUBJECT_MISS_COST * (1.0 + tight / scale), 0.0)
-        cost = cost + np.where(outside(segment.inside[i]) > 0, TRIM_COST, 0.0)
-        cost = cost + np.where(outside(segment.subject[i]) > 0, MARGIN_MISS_COST, 0.0)
-        return np.where(member(segment.safe[i]) >= 0, cost, np.inf)
-
-    reach = params.max_speed * scale * dt + step
+def _bands(grid: np.ndarray, step: int, line: CropLine, dt: float, params: FramingParams) -> np.ndarray:
+    """Per target position, the sources within one key's move: a band of offsets, clipped to the grid (the
+    moves out of it cost infinity, see _move_costs)."""
+    reach = params.max_speed * float(line.length) * dt + step
     # A move spans at most `band` grid points (the speed limit), so each step looks at a band of sources per
     # target instead of every pair: offsets ascend, so ties go to the lowest source as a dense argmin's would.
     size = len(grid)
     band = min(size - 1, math.ceil(reach / step) + 1)
+    return np.arange(size)[None, :] + np.arange(-band, band + 1)[:, None]
+
+
+def _move_costs(
+    grid: np.ndarray, sources: np.ndarray, step: int, line: CropLine, dt: float, params: FramingParams
+) -> np.ndarray:
+    scale = float(line.length)
+    reach = params.max_speed * scale * dt + step
+    inside = (sources >= 0) & (sources < len(grid))
+    jump = np.abs(grid[np.clip(sources, 0, len(grid) - 1)] - grid[None, :])
+    return np.where(inside & (jump <= reach), MOVE_COST * (jump / scale) ** 2 / dt, np.inf)
+
+
+def _members(grid: np.ndarray, per_key: Sequence[list[Interval]]) -> np.ndarray:
+    """Per key and position, the index of the interval holding it (-1: none)."""
+    ids = np.full((len(per_key), len(grid)), -1)
+    for i, intervals in enumerate(per_key):
+        for k, (lo, hi) in enumerate(intervals):
+            ids[i, (grid >= lo) & (grid <= hi)] = k
+    return ids
+
+
+def _node_costs(lane: Lane, grid: np.ndarray) -> np.ndarray:
+    """Per key and position, the cost of the crop there: off target, the subject not held (or trimmed, or
+    without its margin), the lane's smaller crop; infinite where text would be cut."""
+    segment = lane.segment
+    scale = float(lane.line.length)
+
+    def outside(fits: Sequence[Interval | None]) -> np.ndarray:
+        lo = np.array([-np.inf if f is None else f[0] for f in fits])[:, None]
+        hi = np.array([np.inf if f is None else f[1] for f in fits])[:, None]
+        distance: np.ndarray = np.maximum(np.maximum(lo - grid[None, :], grid[None, :] - hi), 0.0)
+        return distance
+
+    cost = ((grid[None, :] - segment.target[:, None]) / scale) ** 2
+    tight = outside(segment.held)
+    cost = cost + np.where(tight > 0, SUBJECT_MISS_COST * (1.0 + tight / scale), 0.0)
+    cost = cost + np.where(outside(segment.inside) > 0, TRIM_COST, 0.0)
+    cost = cost + np.where(outside(segment.subject) > 0, MARGIN_MISS_COST, 0.0)
+    if lane.zoom < 1:
+        cost = cost + ZOOM_COST * (1 - lane.zoom)
+    if lane.lost is not None:
+        cost = cost + np.where(lane.lost[:, None], SUBJECT_MISS_COST, 0.0)
+    return np.where(_members(grid, segment.safe) >= 0, cost, np.inf)
+
+
+@dataclass(frozen=True)
+class _Stack:
+    """Every lane's positions side by side, so that one step of the dynamic programme is one array operation
+    however many lanes there are; a move never leaves its lane (only a jump does)."""
+
+    values: np.ndarray
+    #: the lane of each position
+    lane: np.ndarray
+    #: per target position, the sources of a move (rows: offsets) and their costs
+    sources: np.ndarray
+    move: np.ndarray
+    #: per key and position, the position's cost
+    node: np.ndarray
+    #: per span between keys and position, which text-safe interval of its lane holds it (-1: none), unique
+    #: across lanes
+    between: np.ndarray
+
+    @staticmethod
+    def of(lanes: Sequence[Lane], states: int, dt: float, params: FramingParams) -> _Stack:
+        values, lane_of, sources, moves, nodes, between = [], [], [], [], [], []
+        offset = ids = 0
+        for k, lane in enumerate(lanes):
+            grid, step = _grid(lane.line, states)
+            band = _bands(grid, step, lane.line, dt, params)
+            moves.append(_move_costs(grid, band, step, lane.line, dt, params))
+            sources.append(np.clip(band, 0, len(grid) - 1) + offset)
+            values.append(grid)
+            lane_of.append(np.full(len(grid), k))
+            nodes.append(_node_costs(lane, grid))
+            members = _members(grid, lane.segment.between)
+            between.append(np.where(members >= 0, members + ids, -1))
+            ids += max((len(iv) for iv in lane.segment.between), default=0)
+            offset += len(grid)
+        rows = max(len(m) for m in moves)
+        # lanes with a narrower band: the missing offsets repeat a source at infinite cost
+        sources = [np.vstack([s, np.repeat(s[:1], rows - len(s), axis=0)]) for s in sources]
+        moves = [np.vstack([m, np.full((rows - len(m), m.shape[1]), np.inf)]) for m in moves]
+        return _Stack(
+            np.concatenate(values),
+            np.concatenate(lane_of),
+            np.hstack(sources),
+            np.hstack(moves),
+            np.hstack(nodes),
+            np.hstack(between),
+        )
+
+
+@dataclass(frozen=True)
+class _Path:
+    """The dynamic programme's answer: per key the corridor kept to, the keys missing the subject, where the
+    path jumps and the lane of each part between jumps."""
+
+    corridors: list[Interval]
+    misses: int
+    jumps: tuple[int, ...]
+    lanes: tuple[int, ...]
+
+
+def _corridors(lanes: Sequence[Lane], params: FramingParams, jumps: bool, states: int) -> _Path | None:
+    """The text-safe interval the crop uses at every key, chosen by dynamic programming over the lanes' even
+    positions (`states` per lane at most); None if no text-safe path exists.
+
+    Without jumps the crop moves within one text-safe interval between keys (it would cut a caption passing
+    it) at bounded speed, on one lane. A jump (only when `jumps`) reframes at once, as at a cut, to any
+    position of any lane: the crop can leave a product's old side of a caption for its new one, or take a
+    smaller crop while the product is small. The state is then the position and how many keys the current
+    part has lasted (up to params.reframe_hold_s, the shortest part allowed)."""
+    times = lanes[0].segment.times
+    n = len(times)
+    dt = float(times[1] - times[0]) if n > 1 else params.key_step_s
+    stack = _Stack.of(lanes, states, dt, params)
+    size = len(stack.values)
     targets = np.arange(size)
-    sources = targets[None, :] + np.arange(-band, band + 1)[:, None]
-    inside = (sources >= 0) & (sources < size)
-    sources = np.clip(sources, 0, size - 1)
-    jump = np.abs(grid[sources] - grid[None, :])
-    move = np.where(inside & (jump <= reach), MOVE_COST * (jump / scale) ** 2 / dt, np.inf)
-    cost = node(0)
-    back = []
+    hold = max(1, round(params.reframe_hold_s / dt)) if jumps else 1
+    # row r: the current part has lasted r + 1 keys (the last row: at least the hold, free to jump)
+    cost = np.full((hold, size), np.inf)
+    cost[0] = stack.node[0]
+    rows = np.minimum(np.arange(hold) + 1, hold - 1)
+    # per step: per (row, position) the row and position it came from and whether it jumped there
+    back: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     for i in range(1, n):
-        ids = member(segment.between[i - 1])
-        same = (ids[sources] == ids[None, :]) & (ids[None, :] >= 0)
-        total = np.where(same, cost[sources] + move, np.inf)
-        offset = np.argmin(total, axis=0)
-        back.append(sources[offset, targets])
-        cost = total[offset, targets] + node(i)
+        ids = stack.between[i - 1]
+        same = (ids[stack.sources] == ids[None, :]) & (ids[None, :] >= 0)
+        total = cost[:, stack.sources] + np.where(same, stack.move, np.inf)[None]
+        offset = np.argmin(total, axis=1)
+        moved = np.take_along_axis(total, offset[:, None, :], axis=1)[:, 0, :]
+        came = stack.sources[offset, targets[None, :]]
+        # a move makes the part a key longer; the last row also takes the parts already past the hold
+        new_cost = np.full((hold, size), np.inf)
+        from_row = np.zeros((hold, size), dtype=int)
+        from_pos = np.zeros((hold, size), dtype=int)
+        for r in range(hold):
+            better = moved[r] < new_cost[rows[r]]
+            new_cost[rows[r]] = np.where(better, moved[r], new_cost[rows[r]])
+            from_row[rows[r]] = np.where(better, r, from_row[rows[r]])
+            from_pos[rows[r]] = np.where(better, came[r], from_pos[rows[r]])
+        jumped = np.zeros((hold, size), dtype=bool)
+        # a jump starts a part that must last the hold before the shot ends; it leaves from a position held
+        # text-safe until the jump (the crop stays there over the span before it)
+        if jumps and n - i >= hold:
+            leaving = np.where(ids >= 0, cost[hold - 1], np.inf)
+            source = int(np.argmin(leaving))
+            best = leaving[source] + JUMP_COST
+            jumped[0] = best < new_cost[0]
+            new_cost[0] = np.where(jumped[0], best, new_cost[0])
+            from_row[0] = np.where(jumped[0], hold - 1, from_row[0])
+            from_pos[0] = np.where(jumped[0], source, from_pos[0])
+        back.append((from_row, from_pos, jumped))
+        cost = new_cost + stack.node[i][None]
     if not np.isfinite(cost).any():
         return None
-    index = int(np.argmin(cost))
+    row, index = (int(v) for v in np.unravel_index(int(np.argmin(cost)), cost.shape))
     path = [index]
-    for choice in reversed(back):
-        index = int(choice[index])
+    jump_keys = []
+    for i in range(n - 1, 0, -1):
+        from_row, from_pos, jumped = back[i - 1]
+        if jumped[row, index]:
+            jump_keys.append(i)
+        row, index = int(from_row[row, index]), int(from_pos[row, index])
         path.append(index)
     path.reverse()
     corridors = []
     misses = 0
     for i, g in enumerate(path):
-        corridor = containing(segment.safe[i], grid[g])
+        lane = lanes[int(stack.lane[g])]
+        segment, value = lane.segment, stack.values[g]
+        corridor = containing(segment.safe[i], value)
         assert corridor is not None  # the DP only visits text-safe grid points
+        lost = lane.lost is not None and bool(lane.lost[i])
         for fit in (segment.subject[i], segment.inside[i], segment.held[i]):
-            if fit is not None and fit[0] <= grid[g] <= fit[1]:
+            if not lost and fit is not None and fit[0] <= value <= fit[1]:
                 # keep the subject inside (with its margin, else whole, if the path has it) wherever the path does
                 corridor = (max(corridor[0], fit[0]), min(corridor[1], fit[1]))
                 break
         else:
-            misses += segment.held[i] is not None
+            misses += lost or segment.held[i] is not None
         corridors.append(corridor)
-    return corridors, misses
+    jump_keys.sort()
+    part_lanes = tuple(int(stack.lane[path[start]]) for start in [0, *jump_keys])
+    return _Path(corridors, misses, tuple(jump_keys), part_lanes)
 
 
 def _smooth(
@@ -306,50 +476,66 @@ def _smooth(
 
 @dataclass(frozen=True)
 class Route:
-    """A segment's path before smoothing: one steady position, or the corridor the crop keeps to at every key;
-    and the keys where the subject falls outside. Smoothing is left until a route is chosen: most routes the
-    planner works out are only compared."""
+    """A shot's path before smoothing: one steady position, or the corridor the crop keeps to at every key;
+    the keys where the subject falls outside; where the path jumps and which lane each part keeps to.
+    Smoothing is left until a route is chosen: most routes the planner works out are only compared."""
 
     steady: int | None
     corridors: list[Interval]
     misses: int
+    #: keys where the crop jumps (a reframe inside the shot): a new part of the path starts there
+    jumps: tuple[int, ...] = ()
+    #: per part (the shot's start, then each jump), the index of the lane it keeps to
+    lanes: tuple[int, ...] = (0,)
 
     @property
     def moves(self) -> bool:
         return self.steady is None
 
+    def lane_at(self, i: int) -> int:
+        """The lane of key i."""
+        return self.lanes[bisect.bisect_right(self.jumps, i)]
 
-def route_segment(segment: Segment, line: CropLine, params: FramingParams, miss_share: float) -> Route | None:
-    """The segment's route; None when no text-safe path keeps the subject inside at all but miss_share of the
-    keys."""
-    steady = _steady(segment, line)
-    if steady is not None:
-        return Route(steady, [], 0)
-    allowed_misses = miss_share * len(segment.safe)
-    # keys where no text-safe position holds the subject are misses on every path: too many of them rule the
-    # region out without the dynamic programme (the usual fate of all but the last region tried)
-    forced = sum(
-        held is not None and not intersect(safe, [held])
-        for safe, held in zip(segment.safe, segment.held, strict=True)
-    )
+
+def route_segment(
+    lanes: Sequence[Lane], params: FramingParams, miss_share: float, jumps: bool = False, states: int = 0
+) -> Route | None:
+    """The shot's route over its lanes (one, unless the path may jump between several); None when no
+    text-safe path keeps the subject inside at all but miss_share of the keys. With `jumps` the path may jump
+    inside the shot (see _corridors); `states`: positions per lane (default params.max_states)."""
+    if len(lanes) == 1:
+        steady = _steady(lanes[0].segment, lanes[0].line)
+        if steady is not None:
+            return Route(steady, [], 0)
+    keys = len(lanes[0].segment.safe)
+    allowed_misses = miss_share * keys
+    # keys where no lane has a text-safe position holding the subject are misses on every path: too many of
+    # them rule the lanes out without the dynamic programme (the usual fate of all but the last region tried)
+    forced = sum(all(lane.forced(i) for lane in lanes) for i in range(keys))
     if forced > allowed_misses:
         return None
-    found = _corridors(segment, line, params)
+    found = _corridors(lanes, params, jumps, states or params.max_states)
     if found is None:
         return None
-    corridors, misses = found
-    if misses > allowed_misses:
+    if found.misses > allowed_misses:
         # text pins the crop where the subject is not: a wider, letterboxed region can show both
         return None
-    return Route(None, corridors, misses)
+    return Route(None, found.corridors, found.misses, found.jumps, found.lanes)
 
 
-def route_positions(route: Route, segment: Segment, line: CropLine, params: FramingParams) -> list[int]:
-    """Even positions per key along the route (one position when steady), smoothed within its corridors."""
+def route_positions(route: Route, lanes: Sequence[Lane], params: FramingParams) -> list[int]:
+    """Even positions per key along the route (one position when steady) on each key's lane, smoothed within
+    its corridors, each part between jumps on its own."""
     if route.steady is not None:
         return [route.steady]
-    dt = float(segment.times[1] - segment.times[0])
-    raw = _smooth(segment.target, route.corridors, dt, line, params)
+    times = lanes[0].segment.times
+    dt = float(times[1] - times[0])
+    edges = [0, *route.jumps, len(route.corridors)]
+    parts = []
+    for (a, b), k in zip(itertools.pairwise(edges), route.lanes, strict=True):
+        lane = lanes[k]
+        parts.append(_smooth(lane.segment.target[a:b], route.corridors[a:b], dt, lane.line, params))
+    raw = np.concatenate(parts)
     lo = np.array([c[0] for c in route.corridors])
     hi = np.array([c[1] for c in route.corridors])
     positions = np.clip(np.round(raw / 2) * 2, lo, hi).astype(int)

@@ -1,9 +1,10 @@
 """The crop planner: for every aspect, a text-safe crop path that follows the subject over the window, crop
 first, letterbox last.
 
-For each aspect the largest crop is tried, then smaller ones placed past captions (zooms); only when none will
-do is the shown region widened along the moving axis until a path exists, and the clip letterboxed over a
-blurred fill (`padded`), with its reason (PAD_REASONS). The path itself is planned per shot by
+For each aspect the largest crop is tried, then smaller ones placed past captions (zooms), then a path that
+jumps inside a shot, as at a cut, between places and sizes of crop; only when none will do is the shown region
+widened along the moving axis until a path exists, and the clip letterboxed over a blurred fill (`padded`), with
+its reason (PAD_REASONS). The path itself is planned per shot by
 workers.crop_paths; geometry is workers.geometry, text regions workers.text_regions. Pure: no I/O.
 """
 
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -20,6 +21,7 @@ from workers.crop_paths import (
     CUT_EPSILON_S,
     HELD_SHARE,
     FramingParams,
+    Lane,
     Route,
     Segment,
     build_segment,
@@ -65,8 +67,12 @@ class FramingPlan:
     moves: bool
     #: why the clip is letterboxed (one of PAD_REASONS), None when it is cropped
     padded_reason: str | None = None
-    #: the crop's size as a share of the aspect's largest crop (below 1: zoomed in past captions)
+    #: the crop's size as a share of the aspect's largest crop (below 1: zoomed in past captions; the
+    #: smallest used, where the crop changes size at a jump)
     zoom: float = 1.0
+    #: times inside a shot where the crop jumps to a new place or size, as at a cut: text kept a crop moving at
+    #: the motion bounds off the subject
+    jumps: tuple[float, ...] = ()
 
     @property
     def label(self) -> str:
@@ -163,27 +169,39 @@ def _zoomed(
     return [CropLine(base.axis, base.length, base.perp, along, q, q + across) for q in sorted(nearest)]
 
 
+def _across_keys(segment: Segment, line: CropLine) -> np.ndarray:
+    """Per key, whether the subject reaches past the crop's fixed span across its moving axis (a smaller
+    crop's; the largest one spans the frame)."""
+    boxes = segment.subject_boxes
+    if boxes is None:
+        return np.zeros(len(segment.times), dtype=bool)
+    p0, p1 = (boxes[:, 1], boxes[:, 3]) if line.axis == 0 else (boxes[:, 0], boxes[:, 2])
+    out: np.ndarray = (np.maximum(p0, 0.0) < line.q0) | (np.minimum(p1, float(line.perp)) > line.q1)
+    return out
+
+
+def _too_big_keys(segment: Segment, line: CropLine, held: float) -> np.ndarray:
+    """Per key, whether the held share of the subject (within the frame) is longer than the crop along its
+    moving axis."""
+    boxes = segment.subject_boxes
+    if boxes is None:
+        return np.zeros(len(segment.times), dtype=bool)
+    a, b = (boxes[:, 0], boxes[:, 2]) if line.axis == 0 else (boxes[:, 1], boxes[:, 3])
+    longer: np.ndarray = held * (np.minimum(b, float(line.length)) - np.maximum(a, 0.0)) > line.crop
+    return longer
+
+
 def _across_misses(segments: Sequence[Segment], line: CropLine) -> int:
-    """Keys where the subject reaches past the crop's fixed span across its moving axis (a smaller crop's;
-    the largest one spans the frame)."""
-    misses = 0
-    for segment in segments:
-        for box in segment.subject_boxes if segment.subject_boxes is not None else []:
-            _, _, p0, p1 = line.split((box[0], box[1], box[2], box[3]))
-            misses += max(p0, 0.0) < line.q0 or min(p1, float(line.perp)) > line.q1
-    return misses
+    """Keys where the subject reaches past the crop's fixed span across its moving axis."""
+    return sum(int(_across_keys(segment, line).sum()) for segment in segments)
 
 
 def _too_big(segments: Sequence[Segment], line: CropLine, held: float = HELD_SHARE) -> tuple[int, int]:
-    """(keys, keys where the held share of the subject (within the frame) is longer than the crop along its
-    moving axis)."""
-    keys = too_big = 0
-    for segment in segments:
-        keys += len(segment.times)
-        for box in segment.subject_boxes if segment.subject_boxes is not None else []:
-            a, b, _, _ = line.split((box[0], box[1], box[2], box[3]))
-            too_big += held * (min(b, line.length) - max(a, 0)) > line.crop
-    return keys, too_big
+    """(keys, keys where the held share of the subject is longer than the crop)."""
+    return (
+        sum(len(segment.times) for segment in segments),
+        sum(int(_too_big_keys(segment, line, held).sum()) for segment in segments),
+    )
 
 
 def _pad_reason(failed: set[str]) -> str:
@@ -198,8 +216,8 @@ def _pad_reason(failed: set[str]) -> str:
 
 @dataclass(frozen=True)
 class _LinePlan:
-    line: CropLine
-    segments: Sequence[Segment]
+    #: per shot, the lanes its route keeps to: one line's, or several that it jumps between
+    shots: Sequence[Sequence[Lane]]
     routes: list[Route]
     #: planning keys where the subject falls outside the crop though it would fit
     misses: int
@@ -208,32 +226,93 @@ class _LinePlan:
     def moves(self) -> bool:
         return any(route.moves for route in self.routes)
 
+    @property
+    def zoom(self) -> float:
+        return min(
+            lanes[k].zoom for lanes, route in zip(self.shots, self.routes, strict=True) for k in route.lanes
+        )
+
+    @property
+    def jumps(self) -> tuple[float, ...]:
+        return tuple(
+            float(lanes[0].segment.times[i])
+            for lanes, route in zip(self.shots, self.routes, strict=True)
+            for i in route.jumps
+        )
+
     def keys(self, params: FramingParams) -> tuple[tuple[float, CropRect], ...]:
-        """Key rectangles over every segment of the window (smoothed now: only a chosen plan needs them)."""
+        """Key rectangles over every shot of the window (smoothed now: only a chosen plan needs them)."""
         keys: list[tuple[float, CropRect]] = []
-        for k, (segment, route) in enumerate(zip(self.segments, self.routes, strict=True)):
-            positions = route_positions(route, segment, self.line, params)
+        for k, (lanes, route) in enumerate(zip(self.shots, self.routes, strict=True)):
+            times = lanes[0].segment.times
+            positions = route_positions(route, lanes, params)
             if route.moves:
-                keys += [(float(t), self.line.rect(p)) for t, p in zip(segment.times, positions, strict=True)]
+                for i, (t, p) in enumerate(zip(times, positions, strict=True)):
+                    if i in route.jumps:
+                        # the crop holds its place up to the jump, as up to a cut
+                        before = lanes[route.lane_at(i - 1)].line
+                        keys.append((float(t) - CUT_EPSILON_S, before.rect(positions[i - 1])))
+                    keys.append((float(t), lanes[route.lane_at(i)].line.rect(p)))
             else:
-                keys.append((float(segment.times[0]), self.line.rect(positions[0])))
-                if k < len(self.segments) - 1:
-                    keys.append((float(segment.times[-1]), self.line.rect(positions[0])))
+                line = lanes[0].line
+                keys.append((float(times[0]), line.rect(positions[0])))
+                if k < len(self.shots) - 1:
+                    keys.append((float(times[-1]), line.rect(positions[0])))
         return tuple(keys)
+
+
+def _plan_lanes(
+    shots: Sequence[Sequence[Lane]], params: FramingParams, miss_share: float, jumps: bool = False
+) -> _LinePlan | None:
+    """The routes over every shot of the window; None when a shot has no text-safe path that misses the
+    subject at most miss_share of its keys."""
+    routes = []
+    for lanes in shots:
+        route = route_segment(lanes, params, miss_share, jumps, params.reframe_states if jumps else 0)
+        if route is None:
+            return None
+        routes.append(route)
+    return _LinePlan(shots, routes, sum(route.misses for route in routes))
 
 
 def _plan_line(
     line: CropLine, segments: Sequence[Segment], params: FramingParams, miss_share: float
 ) -> _LinePlan | None:
-    """The routes over every segment of the window on this line; None when a segment has no text-safe path
-    that misses the subject at most miss_share of its keys."""
-    routes = []
-    for segment in segments:
-        route = route_segment(segment, line, params, miss_share)
-        if route is None:
-            return None
-        routes.append(route)
-    return _LinePlan(line, segments, routes, sum(route.misses for route in routes))
+    """The routes over every shot of the window on this line."""
+    return _plan_lanes([[Lane(line, segment)] for segment in segments], params, miss_share)
+
+
+def _lanes(
+    lines: Sequence[tuple[float, CropLine]],
+    segments_on: Callable[[CropLine, TextTrack, float], list[Segment]],
+    track: TextTrack,
+    no_text: TextTrack,
+    params: FramingParams,
+) -> list[list[Lane]]:
+    """Per shot, the lanes worth planning: the aspect's largest crop, and a smaller one (the lines in order of
+    size) only where it holds the subject text-safely at a key no larger one does. A smaller crop must hold
+    all of the subject, inside its span across the moving axis: the keys where it cannot are its lane's lost
+    ones."""
+    crop = lines[0][1]
+    shots = [[Lane(crop, segment)] for segment in segments_on(crop, track, 0.0)]
+    covered = [
+        np.array([not lanes[0].forced(i) for i in range(len(lanes[0].segment.times))]) for lanes in shots
+    ]
+    for zoom, line in lines[1:]:
+        grown = segments_on(line, no_text, params.zoom_margin)
+        lost = [
+            _too_big_keys(bare, line, 1.0) | _across_keys(own, line)
+            for bare, own in zip(grown, segments_on(line, no_text, 0.0), strict=True)
+        ]
+        if all((lost_k | seen).all() for lost_k, seen in zip(lost, covered, strict=True)):
+            continue  # nowhere a subject the larger crops miss is inside it
+        for k, segment in enumerate(segments_on(line, track, params.zoom_margin)):
+            lane = Lane(line, segment, zoom, lost[k])
+            holds = np.array([not lane.forced(i) for i in range(len(segment.times))])
+            if (holds & ~covered[k]).any():
+                shots[k].append(lane)
+                covered[k] |= holds
+    return shots
 
 
 def _plan_aspect(
@@ -256,7 +335,16 @@ def _plan_aspect(
     # subject samples this far beyond a window edge (not a cut) still describe the same shot
     reach = max(1.0, params.key_step_s)
 
+    # the same line's segments are asked for again (the fallbacks below plan lines the loop tried)
+    built: dict[tuple[CropLine, bool, float], list[Segment]] = {}
+
     def segments_on(line: CropLine, text: TextTrack, grow: float = 0.0) -> list[Segment]:
+        key = (line, text is track, grow)
+        if key not in built:
+            built[key] = _segments_on(line, text, grow)
+        return built[key]
+
+    def _segments_on(line: CropLine, text: TextTrack, grow: float) -> list[Segment]:
         return [
             build_segment(
                 line,
@@ -281,14 +369,15 @@ def _plan_aspect(
     # segments are built (most lines tried fail on the subject's size)
     no_text = TextTrack([])
     failed: set[str] = set()
-    for zoom, line in [
+    lines = [
         (1.0, crop),
         *(
             (z, z_line)
             for z in params.zooms
             for z_line in _zoomed(size, width, height, z, regions, subject_boxes, text_margin)
         ),
-    ]:
+    ]
+    for zoom, line in lines:
         # a smaller crop leaves less room for error in the subject's box: it must hold the box grown by a margin
         grow = 0.0 if zoom == 1 else params.zoom_margin
         bare = segments_on(line, no_text, grow)
@@ -322,6 +411,21 @@ def _plan_aspect(
         if stand_in_only or misses <= params.pad_share * keys:
             return FramingPlan(size, cropped.keys(params), False, tuple(regions), cropped.moves, zoom=zoom)
         failed.add(PAD_TEXT_AND_SUBJECT)
+    if PAD_SUBJECT_TOO_BIG not in failed:
+        # no one crop follows the subject past the text: one that jumps inside a shot, as at a cut, to another
+        # place or size may (the product crossing the frame past a corner caption, or near and then far)
+        shots = _lanes(lines, segments_on, track, no_text, params)
+        mixed = _plan_lanes(shots, params, miss_share=1.0, jumps=True)
+        if mixed is not None and mixed.misses <= params.pad_share * keys:
+            return FramingPlan(
+                size,
+                mixed.keys(params),
+                False,
+                tuple(regions),
+                mixed.moves,
+                zoom=mixed.zoom,
+                jumps=mixed.jumps,
+            )
     reason = _pad_reason(failed)
     for line in wider:
         # a region shorter than the whole subject (not only its held share) at too many keys is passed over

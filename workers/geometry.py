@@ -98,6 +98,9 @@ class CropPath:
             return self.rects[-1]
         t0, t1 = self.times[i - 1], self.times[i]
         r0, r1 = self.rects[i - 1], self.rects[i]
+        if (r0.w, r0.h) != (r1.w, r1.h):
+            # a jump to another size (keys a moment apart, as at a cut): the crop before it holds until then
+            return r0
         f = (t - t0) / (t1 - t0) if t1 > t0 else 0.0
         return CropRect(even(r0.x + f * (r1.x - r0.x)), even(r0.y + f * (r1.y - r0.y)), r0.w, r0.h)
 

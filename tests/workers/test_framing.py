@@ -36,3 +36,11 @@ def test_crop_path_interpolates_between_keys_and_holds_outside() -> None:
     assert path(0.0) == CropRect(0, 0, 100, 100)
     assert path(1.5) == CropRect(50, 24, 100, 100) or path(1.5) == CropRect(50, 26, 100, 100)
     assert path(9.0) == CropRect(100, 50, 100, 100)
+
+
+def test_crop_path_holds_a_crop_up_to_a_jump_to_another_size() -> None:
+    """Between keys a moment apart (a jump inside a shot) the crop before the jump holds: an interpolated
+    position with the old size would be neither crop, and not text-safe."""
+    before, after = CropRect(10, 0, 100, 100), CropRect(200, 20, 80, 80)
+    path = CropPath((1.0, 1.999, 2.0), (before, before, after))
+    assert path(1.9995) == before and path(2.0) == after

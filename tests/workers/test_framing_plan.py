@@ -433,3 +433,52 @@ def test_a_letterboxed_region_holds_the_product_with_a_margin_where_it_has_room(
         grow = min(0.15 * (y1 - y0), (rect.h - (y1 - y0)) / 2)
         top, bottom = max(0.0, y0 - grow), min(float(height), y1 + grow)
         assert rect.y <= top + 2 and bottom - 2 <= rect.y + rect.h, (t, rect)
+
+
+def test_a_product_crossing_past_a_caption_faster_than_a_crop_follows_is_reframed_at_once() -> None:
+    """A caption under the middle of the frame that a 9:16 crop holds only at one place, a product (too tall
+    for a smaller crop above the caption) that leaves the left side for the right within a second: no crop
+    moving at the motion bounds gets from one side of the caption to the other, so the crop jumps, as at a
+    cut, rather than the clip being letterboxed."""
+    caption = (250.0, 318.0, 390.0, 342.0)
+
+    def box(t: float) -> Box:
+        x = 40 + 420 * min(max(t - 4.2, 0.0), 1.0)
+        return (x, 40.0, x + 60, 316.0)
+
+    text = [(t, [caption]) for t in np.arange(1.0, 8.0, 0.5)]
+    plan = plan_framing(2.0, 7.0, W, H, [(9, 16)], sampled(box, 2.0, 7.0, 2.0), text)["9:16"]
+    params = FramingParams()
+    assert not plan.padded and plan.jumps and all(4.2 <= t <= 5.2 for t in plan.jumps)
+    # parts between jumps last at least the hold (the middle one holds the caption whole)
+    assert all(b - a >= params.reframe_hold_s - 1e-6 for a, b in itertools.pairwise(plan.jumps))
+    path = plan.crop_path()
+    times = frame_times(2.0, 7.0)
+    assert not any(cuts_box(path(t), caption, margin=6) for t in times)
+    assert np.mean([holds(path(t), box(t)) for t in times]) >= 0.95
+    # elsewhere the crop moves within the motion bounds
+    xs = np.array([path(t).x for t in times])
+    fast = np.abs(np.diff(xs)) > params.max_speed * W / FPS + 2
+    assert fast.sum() == len(plan.jumps)
+
+
+def test_a_crop_takes_a_smaller_size_at_a_jump_when_a_caption_appears_over_a_product_grown_small() -> None:
+    """A caption across the top of the frame, wider than any square crop, appears when the product has gone
+    from near (taller than any smaller crop) to far: the largest crop first, then a smaller one below the
+    caption, instead of a letterbox for the whole window."""
+    caption = (100.0, 12.0, 540.0, 40.0)
+
+    def box(t: float) -> Box:
+        return (200.0, 40.0, 420.0, 330.0) if t < 4.5 else (250.0, 200.0, 330.0, 300.0)
+
+    text = [(t, [caption] if t >= 4.5 else []) for t in np.arange(1.0, 8.0, 0.25)]
+    plan = plan_framing(2.0, 7.0, W, H, [(1, 1)], sampled(box, 2.0, 7.0, 4.0), text)["1:1"]
+    assert not plan.padded and len(plan.jumps) == 1 and plan.zoom < 1
+    path = plan.crop_path()
+    for t in frame_times(2.0, 7.0):
+        rect = path(t)
+        assert rect.w == rect.h
+        assert (rect.h == H) == (t < plan.jumps[0])
+        if t >= 4.5:
+            assert not cuts_box(rect, caption, margin=6)
+        assert holds(rect, box(t)) or abs(t - 4.5) < 0.3

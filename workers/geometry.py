@@ -108,6 +108,14 @@ class CropPath:
 Box = tuple[float, float, float, float]
 
 
+def iou(a: Box, b: Box) -> float:
+    """Intersection over union of two boxes."""
+    w = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
+    h = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - w * h
+    return w * h / union if union > 0 else 0.0
+
+
 def scale_box(box: Box, sx: float, sy: float) -> Box:
     return (box[0] * sx, box[1] * sy, box[2] * sx, box[3] * sy)
 

@@ -15,8 +15,9 @@ import numpy as np
 
 from gpu_service.priority import PriorityKey
 from workers.detection import detect_boxes
-from workers.geometry import Box
+from workers.geometry import Box, iou
 from workers.scoring import Inference
+from workers.text_regions import SAME_REGION_IOU
 
 #: the daemon's text detection model
 TEXT_MODEL = "text_detect"
@@ -75,17 +76,6 @@ def detect_text(
     return [[box for box in boxes if plausible_text(box, width, height)] for boxes in found]
 
 
-#: boxes detected at consecutive samples are the same region when they overlap this much (IoU)
-SAME_REGION_IOU = 0.5
-
-
-def _iou(a: Box, b: Box) -> float:
-    w = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
-    h = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
-    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - w * h
-    return w * h / union if union > 0 else 0.0
-
-
 def _patch(gray: np.ndarray, box: Box, sx: float, sy: float) -> np.ndarray:
     x0, y0 = int(box[0] * sx), int(box[1] * sy)
     x1, y1 = max(x0 + 1, math.ceil(box[2] * sx)), max(y0 + 1, math.ceil(box[3] * sy))
@@ -125,7 +115,7 @@ def refine_text_times(
         # regions seen at one of the two samples only: (box, shown at the first sample)
         lonely: list[tuple[Box, bool]] = []
         for box in boxes0:
-            twin = next((b for b in boxes1 if _iou(box, b) >= SAME_REGION_IOU), None)
+            twin = next((b for b in boxes1 if iou(box, b) >= SAME_REGION_IOU), None)
             if twin is not None:
                 union = (
                     min(box[0], twin[0]),
@@ -137,7 +127,7 @@ def refine_text_times(
                     present[j].append(union)
             else:
                 lonely.append((box, True))
-        lonely += [(box, False) for box in boxes1 if all(_iou(box, b) < SAME_REGION_IOU for b in boxes0)]
+        lonely += [(box, False) for box in boxes1 if all(iou(box, b) < SAME_REGION_IOU for b in boxes0)]
         cut = _cut_at(dense, inside) if lonely else None
         for box, first in lonely:
             shown, hidden = (frame_at(t0), frame_at(t1)) if first else (frame_at(t1), frame_at(t0))
@@ -192,7 +182,7 @@ def _with_missed_detections(
         for box in boxes:
             for step in (-1, 1):
                 j = k + step
-                while 0 <= j < len(out) and all(_iou(box, b) < SAME_REGION_IOU for b in out[j][1]):
+                while 0 <= j < len(out) and all(iou(box, b) < SAME_REGION_IOU for b in out[j][1]):
                     if not _same_pixels(box, frame_at(t), frame_at(out[j][0]), sx, sy):
                         break
                     out[j][1].append(box)

@@ -9,7 +9,10 @@ import bisect
 import math
 from collections.abc import Sequence
 
-from workers.geometry import Box, CropLine
+from workers.geometry import Box, CropLine, iou
+
+#: boxes detected at consecutive samples are the same region when they overlap this much (IoU)
+SAME_REGION_IOU = 0.5
 
 
 def merge_text_boxes(boxes: Sequence[Box]) -> list[Box]:
@@ -145,9 +148,16 @@ class TextTrack:
     ) -> None:
         ordered = sorted(text, key=lambda item: item[0])
         self.times = [t for t, _ in ordered]
+        merged = [merge_text_boxes(list(boxes)) for _, boxes in ordered]
+        near = [_nearest_subject(subject, t) for t in self.times]
+        # per sample and region: on the subject (True), beside a located subject (False), or no subject (None)
+        placed = [
+            [None if box is None else _on_subject(b, box) for b in regions]
+            for regions, box in zip(merged, near, strict=True)
+        ]
         self.boxes = [
-            [b for b in merge_text_boxes(list(boxes)) if not _on_subject(b, _nearest_subject(subject, t))]
-            for t, boxes in ordered
+            [b for b, on in zip(regions, flags, strict=True) if not on or _left_behind(b, k, merged, placed)]
+            for k, (regions, flags) in enumerate(zip(merged, placed, strict=True))
         ]
 
     def between(self, t0: float, t1: float) -> list[Box]:
@@ -190,6 +200,20 @@ def _nearest_subject(subject: Sequence[tuple[float, Box | None]], t: float) -> B
             )
     near = [(abs(ts - t), b) for ts, b in found if abs(ts - t) <= SUBJECT_NEAR_S]
     return min(near, key=lambda item: item[0])[1] if near else None
+
+
+def _left_behind(
+    box: Box, k: int, merged: Sequence[Sequence[Box]], placed: Sequence[Sequence[bool | None]]
+) -> bool:
+    """Whether a region on the subject at sample k is, at a neighbouring sample, in the same place beside the
+    located subject: it stayed where the subject left it, a caption the subject passed over, not print moving
+    with it."""
+    for j in (k - 1, k + 1):
+        if 0 <= j < len(merged):
+            for other, on in zip(merged[j], placed[j], strict=True):
+                if on is False and iou(box, other) >= SAME_REGION_IOU:
+                    return True
+    return False
 
 
 def _on_subject(box: Box, subject: Box | None) -> bool:

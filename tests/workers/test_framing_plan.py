@@ -482,3 +482,24 @@ def test_a_crop_takes_a_smaller_size_at_a_jump_when_a_caption_appears_over_a_pro
         if t >= 4.5:
             assert not cuts_box(rect, caption, margin=6)
         assert holds(rect, box(t)) or abs(t - 4.5) < 0.3
+
+
+def test_a_caption_the_product_passes_over_stays_a_caption() -> None:
+    """At one text sample the product's box covers most of a caption, which then reads as print on the product;
+    at the samples beside it the caption is in the same place beside the product: it stayed where the product
+    left it, so it is a caption throughout, and no crop cuts it while it is on screen."""
+    caption, shown = (339.0, 158.0, 433.0, 182.0), (3.33, 5.86)
+
+    def box(t: float) -> Box:
+        x = 280 + 200 * np.sin(1.5 * t + 0.8)
+        return (float(x), 110.0, float(x) + 70, 240.0)
+
+    def on_screen(t: float) -> list[Box]:
+        return [caption] if shown[0] <= t < shown[1] else []
+
+    text = [(float(t), on_screen(float(t))) for t in np.arange(1.5, 7.51, 0.5)]
+    # the product covers the caption at one sample and not at the next
+    assert caption[0] < box(5.5)[0] < box(5.5)[2] < caption[2] and box(5.0)[0] > caption[2]
+    plans = plan_framing(2.0, 7.0, W, H, [(9, 16), (1, 1), (4, 5), (2, 3)], sampled(box, 2.0, 7.0, 2.0), text)
+    for plan in plans.values():
+        check_plan(plan, on_screen)

@@ -4,9 +4,8 @@ ground truth: which letterboxed clips could have been cropped frame by frame.
 For every clip of a finished run it counts the window's frames where the true product is larger than the
 aspect's largest crop and those where no crop of the aspect (the largest or one of the planner's smaller ones,
 anywhere) holds the product and keeps every caption whole or out (bench/quality.py's separability check); a
-letterboxed clip where both stay within the planner's pad share is separable frame by frame. Such a clip may
-still need the crop to jump mid-shot, which the planner does not do: this says how much a planner that could
-would gain, and on the demo's own catalog, what a newcomer sees.
+letterboxed clip where both stay within the planner's pad share is separable frame by frame: a crop, moving,
+jumping or changing size, could have shown it. On the demo's own catalog, this is what a newcomer sees.
 
 Usage: .venv/bin/python bench/sample_letterboxes.py CATALOG_DIR OUT_DIR   (e.g. demo/catalog demo/out)
 The last line is one JSON object: clips, letterboxed, letterboxed_separable.
@@ -59,12 +58,12 @@ def main() -> None:
             if not output["padded"]:
                 continue
             letterboxed += 1
-            shown, too_big, unseparable = clip_frames(truth, output["crops"], output["aspect"])
-            fits = shown > 0 and too_big + unseparable <= PAD_SHARE * len(output["crops"])
+            shown, big, unseparable = clip_frames(truth, output["crops"], output["aspect"])
+            fits = shown > 0 and big + unseparable <= PAD_SHARE * len(output["crops"])
             separable_clips += fits
             print(
                 f"{manifest['item_id']} {output['aspect']:>5} {output['padded_reason']}: product in {shown} of "
-                f"{len(output['crops'])} frames, too big in {too_big}, inseparable in {unseparable}"
+                f"{len(output['crops'])} frames, too big in {big}, inseparable in {unseparable}"
                 + ("  SEPARABLE" if fits else "")
             )
     print(json.dumps({"clips": clips, "letterboxed": letterboxed, "letterboxed_separable": separable_clips}))

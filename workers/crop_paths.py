@@ -236,25 +236,22 @@ def _grid(line: CropLine, states: int) -> tuple[np.ndarray, int]:
     return grid, step
 
 
-def _bands(grid: np.ndarray, step: int, line: CropLine, dt: float, params: FramingParams) -> np.ndarray:
-    """Per target position, the sources within one key's move: a band of offsets, clipped to the grid (the
-    moves out of it cost infinity, see _move_costs)."""
-    reach = params.max_speed * float(line.length) * dt + step
+def _moves(
+    grid: np.ndarray, step: int, line: CropLine, dt: float, params: FramingParams
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per target position, the sources within one key's move (rows: offsets, clipped to the grid) and each
+    move's cost (infinite beyond the speed limit or off the grid)."""
+    scale = float(line.length)
+    reach = params.max_speed * scale * dt + step
     # A move spans at most `band` grid points (the speed limit), so each step looks at a band of sources per
     # target instead of every pair: offsets ascend, so ties go to the lowest source as a dense argmin's would.
     size = len(grid)
     band = min(size - 1, math.ceil(reach / step) + 1)
-    return np.arange(size)[None, :] + np.arange(-band, band + 1)[:, None]
-
-
-def _move_costs(
-    grid: np.ndarray, sources: np.ndarray, step: int, line: CropLine, dt: float, params: FramingParams
-) -> np.ndarray:
-    scale = float(line.length)
-    reach = params.max_speed * scale * dt + step
-    inside = (sources >= 0) & (sources < len(grid))
-    jump = np.abs(grid[np.clip(sources, 0, len(grid) - 1)] - grid[None, :])
-    return np.where(inside & (jump <= reach), MOVE_COST * (jump / scale) ** 2 / dt, np.inf)
+    sources = np.arange(size)[None, :] + np.arange(-band, band + 1)[:, None]
+    inside = (sources >= 0) & (sources < size)
+    sources = np.clip(sources, 0, size - 1)
+    jump = np.abs(grid[sources] - grid[None, :])
+    return sources, np.where(inside & (jump <= reach), MOVE_COST * (jump / scale) ** 2 / dt, np.inf)
 
 
 def _members(grid: np.ndarray, per_key: Sequence[list[Interval]]) -> np.ndarray:
@@ -313,9 +310,9 @@ class _Stack:
         offset = ids = 0
         for k, lane in enumerate(lanes):
             grid, step = _grid(lane.line, states)
-            band = _bands(grid, step, lane.line, dt, params)
-            moves.append(_move_costs(grid, band, step, lane.line, dt, params))
-            sources.append(np.clip(band, 0, len(grid) - 1) + offset)
+            lane_sources, move = _moves(grid, step, lane.line, dt, params)
+            moves.append(move)
+            sources.append(lane_sources + offset)
             values.append(grid)
             lane_of.append(np.full(len(grid), k))
             nodes.append(_node_costs(lane, grid))
@@ -348,9 +345,10 @@ class _Path:
     lanes: tuple[int, ...]
 
 
-def _corridors(lanes: Sequence[Lane], params: FramingParams, jumps: bool, states: int) -> _Path | None:
+def _corridors(lanes: Sequence[Lane], params: FramingParams, jumps: bool) -> _Path | None:
     """The text-safe interval the crop uses at every key, chosen by dynamic programming over the lanes' even
-    positions (`states` per lane at most); None if no text-safe path exists.
+    positions (params.max_states of one line, params.reframe_states per lane of a path that may jump); None if
+    no text-safe path exists.
 
     Without jumps the crop moves within one text-safe interval between keys (it would cut a caption passing
     it) at bounded speed, on one lane. A jump (only when `jumps`) reframes at once, as at a cut, to any
@@ -360,7 +358,7 @@ def _corridors(lanes: Sequence[Lane], params: FramingParams, jumps: bool, states
     times = lanes[0].segment.times
     n = len(times)
     dt = float(times[1] - times[0]) if n > 1 else params.key_step_s
-    stack = _Stack.of(lanes, states, dt, params)
+    stack = _Stack.of(lanes, params.reframe_states if jumps else params.max_states, dt, params)
     size = len(stack.values)
     targets = np.arange(size)
     hold = max(1, round(params.reframe_hold_s / dt)) if jumps else 1
@@ -498,11 +496,11 @@ class Route:
 
 
 def route_segment(
-    lanes: Sequence[Lane], params: FramingParams, miss_share: float, jumps: bool = False, states: int = 0
+    lanes: Sequence[Lane], params: FramingParams, miss_share: float, jumps: bool = False
 ) -> Route | None:
     """The shot's route over its lanes (one, unless the path may jump between several); None when no
     text-safe path keeps the subject inside at all but miss_share of the keys. With `jumps` the path may jump
-    inside the shot (see _corridors); `states`: positions per lane (default params.max_states)."""
+    inside the shot (see _corridors)."""
     if len(lanes) == 1:
         steady = _steady(lanes[0].segment, lanes[0].line)
         if steady is not None:
@@ -514,7 +512,7 @@ def route_segment(
     forced = sum(all(lane.forced(i) for lane in lanes) for i in range(keys))
     if forced > allowed_misses:
         return None
-    found = _corridors(lanes, params, jumps, states or params.max_states)
+    found = _corridors(lanes, params, jumps)
     if found is None:
         return None
     if found.misses > allowed_misses:

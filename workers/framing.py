@@ -240,6 +240,20 @@ class _LinePlan:
             for i in route.jumps
         )
 
+    def framing(
+        self,
+        size: AspectSize,
+        regions: Sequence[Box],
+        params: FramingParams,
+        zoom: float = 1.0,
+        reason: str | None = None,
+    ) -> FramingPlan:
+        """The aspect's plan on these routes: letterboxed when there is a reason."""
+        keys = self.keys(params)
+        return FramingPlan(
+            size, keys, reason is not None, tuple(regions), self.moves, reason, zoom, self.jumps
+        )
+
     def keys(self, params: FramingParams) -> tuple[tuple[float, CropRect], ...]:
         """Key rectangles over every shot of the window (smoothed now: only a chosen plan needs them)."""
         keys: list[tuple[float, CropRect]] = []
@@ -268,7 +282,7 @@ def _plan_lanes(
     subject at most miss_share of its keys."""
     routes = []
     for lanes in shots:
-        route = route_segment(lanes, params, miss_share, jumps, params.reframe_states if jumps else 0)
+        route = route_segment(lanes, params, miss_share, jumps)
         if route is None:
             return None
         routes.append(route)
@@ -409,7 +423,7 @@ def _plan_aspect(
             free = _plan_line(line, bare, params, miss_share=1.0)
             misses = cropped.misses - (free.misses if free is not None else 0)
         if stand_in_only or misses <= params.pad_share * keys:
-            return FramingPlan(size, cropped.keys(params), False, tuple(regions), cropped.moves, zoom=zoom)
+            return cropped.framing(size, regions, params, zoom)
         failed.add(PAD_TEXT_AND_SUBJECT)
     if PAD_SUBJECT_TOO_BIG not in failed:
         # no one crop follows the subject past the text: one that jumps inside a shot, as at a cut, to another
@@ -417,15 +431,7 @@ def _plan_aspect(
         shots = _lanes(lines, segments_on, track, no_text, params)
         mixed = _plan_lanes(shots, params, miss_share=1.0, jumps=True)
         if mixed is not None and mixed.misses <= params.pad_share * keys:
-            return FramingPlan(
-                size,
-                mixed.keys(params),
-                False,
-                tuple(regions),
-                mixed.moves,
-                zoom=mixed.zoom,
-                jumps=mixed.jumps,
-            )
+            return mixed.framing(size, regions, params, mixed.zoom)
     reason = _pad_reason(failed)
     for line in wider:
         # a region shorter than the whole subject (not only its held share) at too many keys is passed over
@@ -436,7 +442,7 @@ def _plan_aspect(
             continue  # a region the subject does not fit either
         padded = _plan_line(line, segments_on(line, track, params.zoom_margin), params, params.subject_miss)
         if padded is not None:
-            return FramingPlan(size, padded.keys(params), True, tuple(regions), padded.moves, reason)
+            return padded.framing(size, regions, params, reason=reason)
     # the last candidate is the whole frame, where every region is inside (clipped to the frame)
     raise AssertionError("a region spanning the frame is text-safe by construction")
 

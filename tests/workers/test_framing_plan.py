@@ -191,6 +191,7 @@ def random_scene(
         t0 = float(rng.uniform(0.0, 7.0))
         captions.append(((x, y, x + w, y + h), t0, t0 + float(rng.uniform(0.6, 4.0))))
     phase = float(rng.uniform(0, 6.3))
+    # a fixed speed draws nothing: the scenes of a fixed speed are those this test has always planned
     speed = float(rng.uniform(*speeds)) if speeds[1] > speeds[0] else speeds[0]
 
     def box(t: float) -> Box:

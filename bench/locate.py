@@ -111,6 +111,8 @@ def measure(localise: ModuleType, catalog: Path, show_items: bool) -> dict[str, 
         frames = _frames(folder / entry["video"], item, localise.LOCATE_SIDE)
         started = time.process_time()
         found = [locator.locate(frame, size) for _, frame in frames]
+        if hasattr(localise, "follow"):
+            found = localise.follow([frame for _, frame in frames], found, size)
         # the locator's per-video pass, where it has one
         boxes = (
             localise.whole_boxes(found, size) if hasattr(localise, "whole_boxes") else [f.box for f in found]

@@ -25,4 +25,5 @@ except PackageNotFoundError:  # running from a source tree that was never instal
 #     a margin.
 # 14: where no one crop follows the product past text, the crop jumps inside a shot, as at a cut, to another
 #     place or size (each part at least half a second) instead of letterboxing.
-PIPELINE_VERSION = "14"
+# 15: a product the features lose for a sample or two is followed there from a neighbouring sample that has it.
+PIPELINE_VERSION = "15"

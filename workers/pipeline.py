@@ -36,7 +36,7 @@ from storage.manifest import ClipRecord, ItemManifest, WindowRecord, clip_key, m
 from storage.store import ObjectStore, left_by_dead_process, process_tag
 from workers.framing import plan_framing
 from workers.geometry import CropPath, CropRect, aspect_size
-from workers.localise import LOCATE_SIDE, Box, ProductLocator, whole_boxes
+from workers.localise import LOCATE_SIDE, Box, ProductLocator, follow, whole_boxes
 from workers.picture_area import picture_area
 from workers.render import EncodeOptions, OutputSpec, render_window
 from workers.scoring import (
@@ -217,16 +217,18 @@ def score_samples(
     For a textured product its features are the evidence of presence: a frame where they find it scores by
     their confidence, any other frame by a fraction of the template scorer's match, so background never
     outscores a frame that shows the product. A plain product keeps the template scorer's match. The box is
-    the located one; the template scorer's own box is used only for a plain, colourful product it matches
-    strongly (a grey one's match lands on grey walls and roads as readily: it is left to faces and saliency).
+    the located one (followed from a neighbouring sample where the features lose it: workers.localise.follow,
+    over these frames, which are one segment's samples in time order); the template scorer's own box is used
+    only for a plain, colourful product it matches strongly (a grey one's match lands on grey walls and roads
+    as readily: it is left to faces and saliency).
     """
     size = (info.width, info.height)
     small = [(f.t, _at_width(f.rgb, analysis_width(info))) for f in frames]
     scores = score_frames(infer, small, template, key, size, scorer=scorer, text=text)
     locator = cached_locator(template)
+    located = follow([f.rgb for f in frames], [locator.locate(f.rgb, size) for f in frames], size)
     out = []
-    for score, frame, (_, picture) in zip(scores, frames, small, strict=True):
-        found = locator.locate(frame.rgb, size)
+    for score, found, (_, picture) in zip(scores, located, small, strict=True):
         match, box = score.match, found.box
         if scorer == "template" and locator.textured:
             match = found.confidence if found.box is not None else UNLOCATED_WEIGHT * score.match

@@ -2,7 +2,9 @@
 product, and whether the box it gives holds it.
 
 Every frame at the pipeline's sampling rate (2 per second) is scaled as the sampler scales it and located
-against the item's main image (workers.localise), then compared with the ground truth:
+against the item's main image (workers.localise), the product followed into the frames next to a find where the
+locator lost it (workers.localise.follow, over the whole video where the pipeline runs it per segment), then
+compared with the ground truth:
 
 - found: product frames where the locator gave a box;
 - held: of those, boxes holding >= 70 % of the true box (and IoU > 0.3): a box that follows the product;

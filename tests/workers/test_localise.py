@@ -399,10 +399,10 @@ def test_a_product_found_only_later_is_followed_back_to_the_samples_before() -> 
 
 @pytest.mark.parametrize("name", ["coffee", "orange"])
 def test_a_product_that_left_the_frame_is_not_followed_onto_the_background_it_stood_on(name: str) -> None:
-    """The sample before the product came in shows the same footage without it, or other footage (a cut):
-    its pixels are nowhere there. A smooth, round product's shading (an orange's) correlates with any smooth
-    shading in the footage, in grey levels (8 of 96 such samples were followed before its colour was
-    compared); its colour is not there."""
+    """The sample next to one that found the product shows the same footage without it (it was taken away, or
+    not yet brought in), or other footage (a cut): its pixels are nowhere there. A smooth, round product's
+    shading (an orange's) correlates with smooth shading anywhere in the footage, in grey levels, and was
+    followed onto it before its colour was compared (this test's orange case failed); its colour is not there."""
     path = opencv_orange() if name == "orange" else None
     photo = _read(path) if path is not None else _photo(name)
     locator = ProductLocator(photo)

@@ -35,6 +35,8 @@ from typing import Protocol
 import cv2
 import numpy as np
 
+from workers.geometry import scale_box
+
 Box = tuple[float, float, float, float]
 
 #: the main image is worked on at most this long a side: enough keypoints, bounded cost
@@ -488,12 +490,13 @@ def follow(
             before = out[j]
             if out[i].box is not None or before.box is None or steps[j] >= FOLLOW_STEPS:
                 continue
-            seen = _scaled(before.box, scale)
+            seen = scale_box(before.box, scale, scale)
             moved = _found_again(frames[j], seen, frames[i])
             if moved is None:
                 continue
             box, shift = moved
-            if _agrees(_found_again(frames[i], box, frames[j]), seen):
+            back = _found_again(frames[i], box, frames[j])
+            if back is not None and _agrees(back[0], seen):
                 out[i] = _moved(before, box, shift, scale)
                 steps[i] = steps[j] + 1
     return out
@@ -520,20 +523,22 @@ def _moved(before: Located, box: Box, shift: np.ndarray, scale: float) -> Locate
         else ()
     )
     return Located(
-        _scaled(box, 1 / scale), before.confidence * FOLLOW_DECAY, "followed", quad, before.seen, homography
+        scale_box(box, 1 / scale, 1 / scale),
+        before.confidence * FOLLOW_DECAY,
+        "followed",
+        quad,
+        before.seen,
+        homography,
     )
 
 
-def _agrees(back: tuple[Box, np.ndarray] | None, box: Box) -> bool:
-    """Whether following a box back to the frame it came from lands on it again (within FOLLOW_BACK of its
-    size): pixels that left with the product match some other place going back; its own pixels do not."""
-    if back is None:
-        return False
-    found, _ = back
+def _agrees(back: Box, box: Box) -> bool:
+    """Whether a box followed back to the frame it came from (back) lands on it again (within FOLLOW_BACK of
+    its size): pixels that left with the product match some other place going back; its own pixels do not."""
     size = max(box[2] - box[0], box[3] - box[1])
     return (
-        abs((found[0] + found[2]) - (box[0] + box[2])) / 2 <= FOLLOW_BACK * size
-        and abs((found[1] + found[3]) - (box[1] + box[3])) / 2 <= FOLLOW_BACK * size
+        abs((back[0] + back[2]) - (box[0] + box[2])) / 2 <= FOLLOW_BACK * size
+        and abs((back[1] + back[3]) - (box[1] + box[3])) / 2 <= FOLLOW_BACK * size
     )
 
 
@@ -548,10 +553,6 @@ def _same_colour(a: np.ndarray, b: np.ndarray) -> bool:
         1 / FOLLOW_LIGHT <= light <= FOLLOW_LIGHT
         and float(np.abs(ca / ca.sum() - cb / cb.sum()).max()) <= FOLLOW_HUE
     )
-
-
-def _scaled(box: Box, k: float) -> Box:
-    return (box[0] * k, box[1] * k, box[2] * k, box[3] * k)
 
 
 def _found_again(previous: np.ndarray, box: Box, frame: np.ndarray) -> tuple[Box, np.ndarray] | None:

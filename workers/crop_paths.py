@@ -28,7 +28,7 @@ from typing import TypeVar
 import numpy as np
 
 from workers.geometry import Box, CropLine
-from workers.text_regions import Interval, TextTrack, containing, intersect, safe_positions
+from workers.text_regions import Interval, TextTrack, containing, intersect
 
 
 @dataclass(frozen=True)
@@ -140,17 +140,8 @@ def build_segment(
     if not last:
         times[-1] = max(times[-2] if n > 1 else t0, t1 - CUT_EPSILON_S)
     spans = [(times[max(0, i - 1)], times[min(n, i + 1)]) for i in range(n + 1)]
-    # neighbouring keys mostly see the same regions: work out each distinct set's safe positions once
-    known: dict[tuple[Box, ...], list[Interval]] = {}
-
-    def text_safe(t_from: float, t_to: float) -> list[Interval]:
-        boxes = tuple(text.between(t_from, t_to))
-        if boxes not in known:
-            known[boxes] = safe_positions(line, boxes, text_margin)
-        return known[boxes]
-
-    safe = [text_safe(a, b) for a, b in spans]
-    between = [text_safe(times[i], times[i + 1]) for i in range(n)]
+    safe = [text.safe_between(line, a, b, text_margin) for a, b in spans]
+    between = [text.safe_between(line, times[i], times[i + 1], text_margin) for i in range(n)]
     boxes = _subject_at(subject, times)
     if boxes is None:
         none: list[Interval | None] = [None] * (n + 1)
@@ -368,22 +359,29 @@ def _corridors(lanes: Sequence[Lane], params: FramingParams, jumps: bool) -> _Pa
     rows = np.minimum(np.arange(hold) + 1, hold - 1)
     # per step: per (row, position) the row and position it came from and whether it jumped there
     back: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    # the moves each span between keys allows: text keeps the same intervals over most spans
+    allowed: dict[bytes, np.ndarray] = {}
+    row_index, target_index = np.arange(hold)[:, None], targets[None, :]
     for i in range(1, n):
         ids = stack.between[i - 1]
-        same = (ids[stack.sources] == ids[None, :]) & (ids[None, :] >= 0)
-        total = cost[:, stack.sources] + np.where(same, stack.move, np.inf)[None]
+        move = allowed.get(ids.tobytes())
+        if move is None:
+            same = (ids[stack.sources] == ids[None, :]) & (ids[None, :] >= 0)
+            move = allowed.setdefault(ids.tobytes(), np.where(same, stack.move, np.inf))
+        total = cost[:, stack.sources] + move[None]
         offset = np.argmin(total, axis=1)
-        moved = np.take_along_axis(total, offset[:, None, :], axis=1)[:, 0, :]
-        came = stack.sources[offset, targets[None, :]]
-        # a move makes the part a key longer; the last row also takes the parts already past the hold
+        moved = total[row_index, offset, target_index]
+        came = stack.sources[offset, target_index]
+        # a move makes the part a key longer (row r goes to row r + 1); the last row also takes the parts
+        # already past the hold, the ones that were there before winning ties
         new_cost = np.full((hold, size), np.inf)
         from_row = np.zeros((hold, size), dtype=int)
         from_pos = np.zeros((hold, size), dtype=int)
-        for r in range(hold):
-            better = moved[r] < new_cost[rows[r]]
-            new_cost[rows[r]] = np.where(better, moved[r], new_cost[rows[r]])
-            from_row[rows[r]] = np.where(better, r, from_row[rows[r]])
-            from_pos[rows[r]] = np.where(better, came[r], from_pos[rows[r]])
+        new_cost[rows[:-1]], from_row[rows[:-1]], from_pos[rows[:-1]] = moved[:-1], row_index[:-1], came[:-1]
+        better = moved[-1] < new_cost[-1]
+        new_cost[-1] = np.where(better, moved[-1], new_cost[-1])
+        from_row[-1] = np.where(better, hold - 1, from_row[-1])
+        from_pos[-1] = np.where(better, came[-1], from_pos[-1])
         jumped = np.zeros((hold, size), dtype=bool)
         # a jump starts a part that must last the hold before the shot ends; it leaves from a position held
         # text-safe until the jump (the crop stays there over the span before it)

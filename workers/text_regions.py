@@ -87,8 +87,9 @@ def safe_positions(line: CropLine, boxes: Sequence[Box], margin: float) -> list[
     A box grown by the margin is clipped to the frame first: text the source itself shows at its edge is
     whole as far as any crop can tell, and a crop edge on the frame edge cuts nothing.
     """
-    allowed: list[tuple[float, float]] = [(0.0, float(line.last))]
     c = line.crop
+    # open intervals of positions that cut a box; what none of them covers is safe
+    forbidden: list[tuple[float, float]] = []
     for box in boxes:
         a, b, p0, p1 = line.split(box)
         clearance = text_clearance(box, margin)
@@ -98,24 +99,23 @@ def safe_positions(line: CropLine, boxes: Sequence[Box], margin: float) -> list[
             continue  # never meets the crop's fixed span across the moving axis
         if p0 >= line.q0 and p1 <= line.q1 and b - a <= c:
             # the crop [x, x+c] cuts the box when it overlaps it without containing it
-            forbidden = [(a - c, b - c), (a, b)]
+            forbidden += [(a - c, b - c), (a, b)]
         else:
-            forbidden = [(a - c, b)]  # cannot be inside: must be wholly outside
-        for f0, f1 in forbidden:
-            allowed = [piece for lo, hi in allowed for piece in _minus_open(lo, hi, f0, f1)]
+            forbidden.append((a - c, b))  # cannot be inside: must be wholly outside
+    allowed: list[tuple[float, float]] = []
+    lo, last = 0.0, float(line.last)
+    for f0, f1 in sorted(forbidden):
+        if f0 >= last:
+            break
+        if f1 <= lo:
+            continue
+        if f0 >= lo:
+            # an interval's ends are safe (a crop edge on a box's margin), even where the next one starts
+            allowed.append((lo, f0))
+        lo = f1
+    if lo <= last:
+        allowed.append((lo, last))
     return even_intervals(allowed)
-
-
-def _minus_open(lo: float, hi: float, f0: float, f1: float) -> list[tuple[float, float]]:
-    """[lo, hi] without the open interval (f0, f1)."""
-    if f1 <= lo or f0 >= hi:
-        return [(lo, hi)]
-    pieces = []
-    if f0 >= lo:
-        pieces.append((lo, f0))
-    if f1 <= hi:
-        pieces.append((f1, hi))
-    return pieces
 
 
 def intersect(a: list[Interval], b: list[Interval]) -> list[Interval]:
@@ -159,14 +159,36 @@ class TextTrack:
             [b for b, on in zip(regions, flags, strict=True) if not on or _left_behind(b, k, merged, placed)]
             for k, (regions, flags) in enumerate(zip(merged, placed, strict=True))
         ]
+        #: per run of samples, its regions (and a number naming the set, the same for equal sets); per line
+        #: and margin, the safe positions of each set
+        self._spans: dict[tuple[int, int], tuple[int, tuple[Box, ...]]] = {}
+        self._ids: dict[tuple[Box, ...], int] = {}
+        self._safe: dict[tuple[CropLine, float], dict[int, list[Interval]]] = {}
 
     def between(self, t0: float, t1: float) -> list[Box]:
         """Every region that can be on screen at some time in [t0, t1]."""
+        return list(self._regions(t0, t1)[1])
+
+    def safe_between(self, line: CropLine, t0: float, t1: float, margin: float) -> list[Interval]:
+        """safe_positions of every region that can be on screen in [t0, t1]. A plan asks this of every key
+        of every line it tries, and neighbouring keys, like the same line grown or planned again, mostly see
+        the same regions: each line's answer per set of regions is worked out once."""
+        known = self._safe.setdefault((line, margin), {})
+        regions, boxes = self._regions(t0, t1)
+        if regions not in known:
+            known[regions] = safe_positions(line, boxes, margin)
+        return known[regions]
+
+    def _regions(self, t0: float, t1: float) -> tuple[int, tuple[Box, ...]]:
+        """The regions that can be on screen in [t0, t1], with a number naming that set of regions."""
         if not self.times:
-            return []
+            return 0, ()
         first = max(0, bisect.bisect_right(self.times, t0 + 1e-9) - 1)
         last = min(len(self.times) - 1, bisect.bisect_left(self.times, t1 - 1e-9))
-        return [b for k in range(first, last + 1) for b in self.boxes[k]]
+        if (first, last) not in self._spans:
+            boxes = tuple(b for k in range(first, last + 1) for b in self.boxes[k])
+            self._spans[first, last] = self._ids.setdefault(boxes, len(self._ids)), boxes
+        return self._spans[first, last]
 
 
 #: text lying this much inside the subject's box is print on the product (a logo, a label): it moves with

@@ -9,15 +9,15 @@ import numpy as np
 
 #: a window spanning a shot cut keeps this share less of its score: a window inside one shot makes the better
 #: clip unless the other shows the product clearly more (a product the features find, ~0.8 a sample against a
-#: product-less frame's ~0.2, for over a second of the window). A fixed amount off the score (0.25 before)
-#: outweighed the product wherever its shot is shorter than the window (seen in 3 of a window's 10 samples,
-#: 0.45 against a product-less shot's 0.22); but where no sample finds the product the scores are flat, and a
-#: small share let a cut-spanning stretch of background win over the product's own longer shot
-#: (bench/quality.py's tuning half: 3 windows found, and 5 lost at 0.15)
+#: product-less frame's ~0.2, for over a second of the window). A share and not a fixed amount: a fixed one
+#: large enough to matter outweighs the product wherever its shot is shorter than the window (seen in 3 of a
+#: window's 10 samples, 0.45 against a product-less shot's 0.22); and not a smaller share: where no sample finds
+#: the product the scores are flat, and a cut-spanning stretch of background then wins over the product's own
+#: longer shot (bench/quality.py's tuning half at 0.15: 3 windows found, 5 lost)
 CUT_SHARE = 0.4
 #: a window never opens or closes on less than this of a shot across a cut, a flash of another scene, as far as
-#: the sampled cut times tell (each lies within half a sample interval of the true cut, so at the default two
-#: samples a second the flash left is under half a second)
+#: the sampled cut times tell: each lies within half a sample interval of the true cut, so at the default two
+#: samples a second no window keeps under half a second of another shot at an edge
 FLASH_S = 0.75
 CUT_DISTANCE = 0.45
 

@@ -165,14 +165,10 @@ class TextTrack:
         self._ids: dict[tuple[Box, ...], int] = {}
         self._safe: dict[tuple[CropLine, float], dict[int, list[Interval]]] = {}
 
-    def between(self, t0: float, t1: float) -> list[Box]:
-        """Every region that can be on screen at some time in [t0, t1]."""
-        return list(self._regions(t0, t1)[1])
-
     def safe_between(self, line: CropLine, t0: float, t1: float, margin: float) -> list[Interval]:
-        """safe_positions of every region that can be on screen in [t0, t1]. A plan asks this of every key
-        of every line it tries, and neighbouring keys, like the same line grown or planned again, mostly see
-        the same regions: each line's answer per set of regions is worked out once."""
+        """safe_positions of every region that can be on screen at some time in [t0, t1]. A plan asks this of
+        every key of every line it tries, and neighbouring keys, like the same line grown or planned again,
+        mostly see the same regions: each line's answer per set of regions is worked out once."""
         known = self._safe.setdefault((line, margin), {})
         regions, boxes = self._regions(t0, t1)
         if regions not in known:

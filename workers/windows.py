@@ -82,9 +82,11 @@ def best_window(
         if spanned:
             score *= 1.0 - CUT_SHARE
         flash = any(c - start < FLASH_S or end - c < FLASH_S for c in spanned)
-        if score > (flashing if flash else best).score + 1e-9:
-            window = Window(round(float(start), 4), round(float(end), 4), score)
-            flashing, best = (window, best) if flash else (flashing, window)
+        window = Window(round(float(start), 4), round(float(end), 4), score)
+        if flash and score > flashing.score + 1e-9:
+            flashing = window
+        elif not flash and score > best.score + 1e-9:
+            best = window
     if not np.isfinite(best.score):
         best = flashing
     if not np.isfinite(best.score):

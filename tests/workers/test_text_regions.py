@@ -47,5 +47,15 @@ def test_safe_between_answers_as_safe_positions_of_the_regions_between() -> None
     a, b = (10.0, 10.0, 60.0, 30.0), (300.0, 200.0, 400.0, 230.0)
     track = TextTrack([(0.0, [a]), (1.0, [a]), (2.0, [b]), (3.0, [])])
     line = CropLine(0, 640, 360, 200, 0, 360)
-    for t0, t1 in [(0.0, 0.5), (0.5, 1.0), (1.0, 1.5), (1.5, 2.5), (2.5, 3.0), (3.0, 4.0), (0.0, 3.0)]:
-        assert track.safe_between(line, t0, t1, 4.0) == safe_positions(line, track.between(t0, t1), 4.0)
+    # a region seen at a sample may be on screen until the next one: a span sees the samples either side of it
+    on_screen: list[tuple[float, float, list[Box]]] = [
+        (0.0, 0.5, [a]),
+        (0.5, 1.0, [a]),
+        (1.0, 1.5, [a, b]),
+        (1.5, 2.5, [a, b]),
+        (2.5, 3.0, [b]),
+        (3.0, 4.0, []),
+        (0.0, 3.0, [a, b]),
+    ]
+    for t0, t1, regions in on_screen:
+        assert track.safe_between(line, t0, t1, 4.0) == safe_positions(line, regions, 4.0)

@@ -81,6 +81,8 @@ from bench.quality_set import (  # noqa: E402
 )
 from monitoring.machine import machine_lines  # noqa: E402
 from workers.crop_paths import HELD_SHARE, FramingParams, held_span  # noqa: E402
+from workers.framing import crop_zooms, zoomed_size  # noqa: E402
+from workers.geometry import aspect_size  # noqa: E402
 from workers.text_regions import text_clearance  # noqa: E402
 
 DATA = ROOT / "bench" / ".data" / "quality"
@@ -242,18 +244,21 @@ SEPARABLE_GRID = 81
 def separable(
     box: Rect, captions: Sequence[Sequence[float]], width: int, height: int, crop: tuple[int, int]
 ) -> bool:
-    """Whether some crop of the aspect, the largest or one of the planner's smaller ones (FramingParams.zooms),
-    anywhere in the frame, holds the product's central HELD_SHARE and keeps every caption of the ground truth
-    wholly inside or wholly outside, clear of its edges by the planner's clearance (workers.text_regions). The
-    ground truth's own answer to "text and product cannot be separated": motion bounds aside, which only make
-    the planner's task harder, a frame where this is False justifies a letterbox."""
+    """Whether some crop of the aspect, the largest or one of the planner's smaller ones (workers.framing's
+    crop_zooms: the fixed zooms and those sized to pass these captions), anywhere in the frame (a grid, and
+    every place just past a caption), holds the product's central HELD_SHARE and keeps every caption of the
+    ground truth wholly inside or wholly outside, clear of its edges by the planner's clearance
+    (workers.text_regions). The ground truth's own answer to "text and product cannot be separated": motion
+    bounds aside, which only make the planner's task harder, a frame where this is False justifies a
+    letterbox."""
     params = FramingParams()
     margin = params.text_margin * min(width, height)
     (hx0, hx1), (hy0, hy1) = held_span(box[0], box[2]), held_span(box[1], box[3])
     held = (hx0, hy0, hx1, hy1)
+    rects = [as_rect(c) for c in captions]
     grown = []
-    for c in captions:
-        clearance = text_clearance(as_rect(c), margin)
+    for c in rects:
+        clearance = text_clearance(c, margin)
         grown.append(
             (
                 max(0.0, c[0] - clearance),
@@ -262,10 +267,14 @@ def separable(
                 min(height, c[3] + clearance),
             )
         )
-    for zoom in (1.0, *params.zooms):
-        w, h = crop[0] * zoom, crop[1] * zoom
+    size = aspect_size(crop, width, height)
+    zooms = crop_zooms(size, width, height, params.zooms, rects, margin, [held])
+    for w, h in [crop, *(zoomed_size(size, z) for z in zooms)]:
+        past_x = [v for g in grown for v in (g[2], g[0] - w)]
+        past_y = [v for g in grown for v in (g[3], g[1] - h)]
         xs, ys = np.meshgrid(
-            np.linspace(0, width - w, SEPARABLE_GRID), np.linspace(0, height - h, SEPARABLE_GRID)
+            np.clip(np.r_[np.linspace(0, width - w, SEPARABLE_GRID), past_x], 0, width - w),
+            np.clip(np.r_[np.linspace(0, height - h, SEPARABLE_GRID), past_y], 0, height - h),
         )
         ok = (xs <= held[0]) & (xs + w >= held[2]) & (ys <= held[1]) & (ys + h >= held[3])
         for g in grown:

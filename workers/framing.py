@@ -130,6 +130,55 @@ def _grown(box: Box, share: float, line: CropLine) -> Box:
 MAX_ZOOM_PLACEMENTS = 6
 
 
+def zoomed_size(size: AspectSize, zoom: float) -> tuple[int, int]:
+    """The crop zoom times the aspect's largest one's size: exact aspect, even sides (a·m × b·m for the
+    aspect a:b in lowest terms, m even); (0, 0) when none is that small."""
+    a, b = size.aspect
+    g = math.gcd(a, b)
+    a, b = a // g, b // g
+    m = int(size.crop_w * zoom / a) // 2 * 2
+    return a * m, b * m
+
+
+def crop_zooms(
+    size: AspectSize,
+    width: int,
+    height: int,
+    zooms: Sequence[float],
+    regions: Sequence[Box],
+    margin: float,
+    subject: Sequence[Box],
+) -> list[float]:
+    """The smaller crops the planner tries, largest first: the fixed zooms, and between them the largest crop
+    that fits across the moving axis between a text region's clearance and the frame's edge or another
+    region's, where that band holds the subject's box across the axis (at some sample). A crop a few per
+    cent too tall to pass a caption above or below the product would otherwise fall back to the next fixed
+    zoom, which may be too small for the product: text and product that a crop can separate were
+    letterboxed as if they could not be."""
+    base = crop_line(size.crop_w, size.crop_h, width, height)
+    across = base.q1 - base.q0
+    starts, ends = [0.0], [float(base.perp)]
+    for region in regions:
+        _, _, r0, r1 = base.split(region)
+        clearance = text_clearance(region, margin)
+        starts.append(r1 + clearance)
+        ends.append(r0 - clearance)
+    spans = {base.split(box)[2:] for box in subject}
+    # two pixels spare: the crop's place across the axis is rounded to even pixels
+    fits = {
+        (end - start - 2) / across
+        for start in starts
+        for end in ends
+        if (start, end) != (0, base.perp) and any(start <= p0 and p1 <= end for p0, p1 in spans)
+    }
+    wanted = [*zooms, *(math.floor(z * 1000) / 1000 for z in fits if min(zooms, default=1.0) <= z < 1)]
+    by_size: dict[tuple[int, int], float] = {}
+    for zoom in sorted(wanted, reverse=True):
+        by_size.setdefault(zoomed_size(size, zoom), zoom)
+    largest = zoomed_size(size, 1.0)
+    return [zoom for crop, zoom in by_size.items() if 0 < crop[0] < largest[0]]
+
+
 def _zoomed(
     size: AspectSize,
     width: int,
@@ -145,14 +194,10 @@ def _zoomed(
     Across the moving axis it is placed at the start, the middle and the end, just past each text region (its
     edge plus its clearance) on either side, and centred on the subject; the placements nearest the subject's
     centre are kept (MAX_ZOOM_PLACEMENTS): the planner takes the first that is text-safe and holds it."""
-    a, b = size.aspect
-    g = math.gcd(a, b)
-    a, b = a // g, b // g
-    m = int(size.crop_w * zoom / a) // 2 * 2
-    if m < 2:
+    crop_w, crop_h = zoomed_size(size, zoom)
+    if crop_w == 0:
         return []
     base = crop_line(size.crop_w, size.crop_h, width, height)
-    crop_w, crop_h = a * m, b * m
     along, across = (crop_w, crop_h) if base.axis == 0 else (crop_h, crop_w)
     slack = (base.perp - across) // 2 * 2
     # even placements, rounded away from the text they pass
@@ -187,8 +232,19 @@ def _too_big_keys(segment: Segment, line: CropLine, held: float) -> np.ndarray:
     if boxes is None:
         return np.zeros(len(segment.times), dtype=bool)
     a, b = (boxes[:, 0], boxes[:, 2]) if line.axis == 0 else (boxes[:, 1], boxes[:, 3])
-    longer: np.ndarray = held * (np.minimum(b, float(line.length)) - np.maximum(a, 0.0)) > line.crop
+    # a box grown to exactly the crop's length (_grown) must not count as longer by a rounding error
+    longer: np.ndarray = held * (np.minimum(b, float(line.length)) - np.maximum(a, 0.0)) > line.crop + 1e-6
     return longer
+
+
+def _forced(segments: Sequence[Segment], line: CropLine) -> int:
+    """Keys where the line has text-safe positions but none holds the subject (workers.crop_paths.Lane.forced):
+    misses on every path along it. Keys with no text-safe position at all are left to the planner, whose
+    failure there says that every crop cuts text."""
+    return sum(
+        sum(bool(segment.safe[i]) and lane.forced(i) for i in range(len(segment.times)))
+        for segment, lane in ((segment, Lane(line, segment)) for segment in segments)
+    )
 
 
 def _across_misses(segments: Sequence[Segment], line: CropLine) -> int:
@@ -387,7 +443,7 @@ def _plan_aspect(
         (1.0, crop),
         *(
             (z, z_line)
-            for z in params.zooms
+            for z in crop_zooms(size, width, height, params.zooms, regions, text_margin, subject_boxes)
             for z_line in _zoomed(size, width, height, z, regions, subject_boxes, text_margin)
         ),
     ]
@@ -409,6 +465,15 @@ def _plan_aspect(
         # moving axis that is the subject's own box (the margin only steers the path), known before planning
         across = _across_misses(segments_on(line, no_text), line) if zoom < 1 else 0
         if across > params.pad_share * keys and not stand_in_only:
+            failed.add(PAD_TEXT_AND_SUBJECT)
+            continue
+        if (
+            zoom < 1
+            and not stand_in_only
+            and _forced(segments_on(line, track, grow), line) + across > (params.pad_share * keys)
+        ):
+            # keys where every text-safe position misses the subject are misses on any path: too many rule the
+            # smaller crop out without planning it (most of those sized to pass a caption fail so)
             failed.add(PAD_TEXT_AND_SUBJECT)
             continue
         cropped = _plan_line(line, segments_on(line, track, grow), params, miss_share=1.0)

@@ -55,3 +55,13 @@ def test_a_product_wider_than_the_smallest_crop_between_captions_is_not_separabl
     assert not separable((220, 200, 420, 280), captions, 640, 480, NINE_SIXTEEN)
     # a narrower product fits between them
     assert separable((300, 200, 360, 260), captions, 640, 480, NINE_SIXTEEN)
+
+
+def test_a_crop_sized_to_end_above_a_caption_counts_as_separating_it() -> None:
+    # a caption across the bottom: the largest crop spans the frame's height; of the planner's fixed smaller
+    # crops the largest, 0.9 (234×416), is narrower than the product's held share (245 of 258 px). The crop
+    # the planner sizes to end just above the caption's clearance (252×448) holds it
+    caption = (20, 462, 620, 478)
+    assert separable((180, 100, 438, 300), [caption], 640, 480, NINE_SIXTEEN)
+    # lower, into that clearance, no crop separates the product from the caption
+    assert not separable((180, 250, 438, 460), [caption], 640, 480, NINE_SIXTEEN)

@@ -378,6 +378,27 @@ def test_crops_and_letterboxed_regions_stay_inside_the_picture_between_black_bar
     assert all(picture[0] <= b[0] and b[2] <= picture[2] for b in plans["16:9"].text_boxes)
 
 
+def test_a_crop_sized_to_pass_a_caption_holds_a_product_no_fixed_smaller_crop_can() -> None:
+    """A caption wider than the 9:16 crop runs along the bottom edge; the product above it is 170 px wide. The
+    largest crop must cut the caption; the fixed smaller crops that pass it (0.9 of the largest and less: 162 px
+    wide and narrower) cannot hold the product. The crop sized to end just above the caption's clearance
+    (180×320) does: the clip is cropped, not letterboxed for text and subject that cannot be separated."""
+    caption = (100.0, 335.0, 540.0, 355.0)
+
+    def moving(t: float) -> Box:
+        x = 200 + 12 * (t - 2.0)
+        return (x, 60.0, x + 170, 250.0)
+
+    text = [(float(t), [caption]) for t in np.arange(1.0, 8.0, 0.5)]
+    plan = plan_framing(2.0, 7.0, W, H, [(9, 16)], sampled(moving, 2.0, 7.0, 2.0), text)["9:16"]
+    assert not plan.padded and 0.9 < plan.zoom < 1, (plan.padded_reason, plan.zoom)
+    path = plan.crop_path()
+    for t in frame_times(2.0, 7.0):
+        rect = path(t)
+        assert rect.w * 16 == rect.h * 9 and not cuts_box(rect, caption, margin=7), (t, rect)
+        assert holds(rect, moving(t)), (t, rect)
+
+
 def test_no_smaller_crop_narrower_than_the_product_is_taken() -> None:
     """A caption across the top makes every 9:16 crop a smaller one below it; another caption 16 px right of
     the product leaves a crop holding it whole only 2 px of margin on that side, short of the margin a smaller

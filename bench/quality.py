@@ -81,8 +81,8 @@ from bench.quality_set import (  # noqa: E402
 )
 from monitoring.machine import machine_lines  # noqa: E402
 from workers.crop_paths import HELD_SHARE, FramingParams, held_span  # noqa: E402
-from workers.framing import crop_zooms, zoomed_size  # noqa: E402
-from workers.geometry import aspect_size  # noqa: E402
+from workers.framing import crop_zooms  # noqa: E402
+from workers.geometry import aspect_size, lowest_terms, zoomed_size  # noqa: E402
 from workers.text_regions import text_clearance  # noqa: E402
 
 DATA = ROOT / "bench" / ".data" / "quality"
@@ -211,8 +211,7 @@ def last_run(half: Half, items: int) -> RunResult:
 
 def _aspect(label: str) -> tuple[int, int]:
     a, b = (int(x) for x in label.split(":"))
-    g = math.gcd(a, b)
-    return a // g, b // g
+    return lowest_terms((a, b))
 
 
 def largest_crop(label: str, width: int, height: int) -> tuple[int, int]:

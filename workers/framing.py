@@ -40,6 +40,7 @@ from workers.geometry import (
     even_down,
     even_up,
     moved_box,
+    zoomed_size,
 )
 from workers.text_regions import TextTrack, text_clearance, text_union
 
@@ -128,16 +129,6 @@ def _grown(box: Box, share: float, line: CropLine) -> Box:
 
 #: placements of a smaller crop across its moving axis tried, at most (each costs one planning pass)
 MAX_ZOOM_PLACEMENTS = 6
-
-
-def zoomed_size(size: AspectSize, zoom: float) -> tuple[int, int]:
-    """The crop zoom times the aspect's largest one's size: exact aspect, even sides (a·m × b·m for the
-    aspect a:b in lowest terms, m even); (0, 0) when none is that small."""
-    a, b = size.aspect
-    g = math.gcd(a, b)
-    a, b = a // g, b // g
-    m = int(size.crop_w * zoom / a) // 2 * 2
-    return a * m, b * m
 
 
 def crop_zooms(
@@ -241,10 +232,11 @@ def _forced(segments: Sequence[Segment], line: CropLine) -> int:
     """Keys where the line has text-safe positions but none holds the subject (workers.crop_paths.Lane.forced):
     misses on every path along it. Keys with no text-safe position at all are left to the planner, whose
     failure there says that every crop cuts text."""
-    return sum(
-        sum(bool(segment.safe[i]) and lane.forced(i) for i in range(len(segment.times)))
-        for segment, lane in ((segment, Lane(line, segment)) for segment in segments)
-    )
+    count = 0
+    for segment in segments:
+        lane = Lane(line, segment)
+        count += sum(bool(safe) and lane.forced(i) for i, safe in enumerate(segment.safe))
+    return count
 
 
 def _across_misses(segments: Sequence[Segment], line: CropLine) -> int:

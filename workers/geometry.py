@@ -42,15 +42,20 @@ class AspectSize:
         return f"{self.aspect[0]}x{self.aspect[1]}"
 
 
+def lowest_terms(aspect: tuple[int, int]) -> tuple[int, int]:
+    """a:b with a and b coprime."""
+    a, b = aspect
+    g = math.gcd(a, b)
+    return a // g, b // g
+
+
 def aspect_size(aspect: tuple[int, int], width: int, height: int, max_side: int | None = None) -> AspectSize:
     """The largest even-sized crop of exactly aspect a:b inside width×height, and its output size.
 
     Exact aspect with even sides means a·m and b·m both even; a and b are coprime after reduction, so m is even.
     The output is never larger than the crop (no upscaling); max_side caps the longer output side.
     """
-    a, b = aspect
-    g = math.gcd(a, b)
-    a, b = a // g, b // g
+    a, b = lowest_terms(aspect)
     m = min(width // a, height // b)
     m -= m % 2
     if m < 2:
@@ -61,6 +66,14 @@ def aspect_size(aspect: tuple[int, int], width: int, height: int, max_side: int 
         out_m -= out_m % 2
         out_m = max(out_m, 2)
     return AspectSize(aspect, a * m, b * m, a * out_m, b * out_m)
+
+
+def zoomed_size(size: AspectSize, zoom: float) -> tuple[int, int]:
+    """The crop zoom times the aspect's largest one's size, of exact aspect and even sides as aspect_size's;
+    (0, 0) when none is that small."""
+    a, b = lowest_terms(size.aspect)
+    m = int(size.crop_w * zoom / a) // 2 * 2
+    return a * m, b * m
 
 
 def even(value: float) -> int:

@@ -16,6 +16,7 @@ import hashlib
 import shutil
 import tempfile
 import time
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -347,6 +348,17 @@ def _subject_near(
     return None if best is None else (best[1], best[2], best[3], best[4])
 
 
+def product_samples(analysis: Analysis, times: Sequence[float]) -> list[tuple[float, Box | None]]:
+    """What the crop follows when the product is in the window (located near one of the window's sample
+    times): the product alone, held between the samples that located it, rather than a face or a salient blob
+    wherever a sample missed it. Every such sample counts, at the scoring's rate (twice the text samples'): a
+    product moving between two text samples is followed along the way it took, not along the straight line
+    between where it was a second apart. Empty when the window does not show the product."""
+    if all(_subject_near(analysis, t) is None for t in times):
+        return []
+    return [(b[0], (b[1], b[2], b[3], b[4])) for b in analysis.subject_boxes]
+
+
 def frame_window(
     entry: CatalogEntry,
     info: VideoInfo,
@@ -377,18 +389,14 @@ def frame_window(
     picture = picture_area(
         [f.rgb for f in frames], size, merge_text_boxes([b for _, regions in text for b in regions])
     )
-    matched = [_subject_near(analysis, f.t) for f in frames]
-    if any(box is not None for box in matched):
-        # the product is in the window: the crop follows it alone, held between the frames that found it,
-        # rather than jumping to a face or a salient blob wherever a frame missed it
-        found, stand_ins = matched, []
-    else:
+    subject = product_samples(analysis, [f.t for f in frames])
+    stand_ins: list[float] = []
+    if not subject:
         found = find_subjects(
-            infer, [f.rgb for f in frames], key, matched=matched, text_boxes=boxes, source_size=size,
-            picture=picture,
+            infer, [f.rgb for f in frames], key, matched=[None] * len(frames), text_boxes=boxes,
+            source_size=size, picture=picture,
         )  # fmt: skip
-        stand_ins = [f.t for f in frames]
-    subject = list(zip([f.t for f in frames], found, strict=True))
+        subject, stand_ins = list(zip([f.t for f in frames], found, strict=True)), [f.t for f in frames]
     plans = plan_framing(
         window.start_s, window.end_s, info.width, info.height, config.aspect_pairs, subject, text,
         analysis.cuts, max_side=config.max_output_side, stand_ins=stand_ins, picture=picture,

@@ -17,7 +17,10 @@ from workers.framing import (
     plan_framing,
 )
 from workers.geometry import Box, CropRect
+from workers.pipeline import Analysis, product_samples
+from workers.text_detection import text_sample_times
 from workers.text_regions import merge_text_boxes, text_union
+from workers.windows import Window
 
 W, H = 640, 360
 FPS = 25
@@ -545,3 +548,24 @@ def test_a_caption_the_product_passes_over_stays_a_caption() -> None:
     plans = plan_framing(2.0, 7.0, W, H, [(9, 16), (1, 1), (4, 5), (2, 3)], sampled(box, 2.0, 7.0, 2.0), text)
     for plan in plans.values():
         check_plan(plan, on_screen)
+
+
+def test_the_crop_follows_a_product_at_every_sample_that_located_it_not_only_at_the_text_samples() -> None:
+    """A product swinging to one side and back every second: the text samples (one a second) see it in one
+    place, the scoring's samples (two a second) see it on the other side in between. The crop must follow
+    where it went, not the straight line between where the text samples saw it."""
+    left, right = (100.0, 150.0, 160.0, 250.0), (260.0, 150.0, 320.0, 250.0)
+    located = [(k / 2, left if k % 2 == 0 else right) for k in range(12)]
+    analysis = Analysis(
+        window=Window(0.0, 5.0, 1.0),
+        curve=[],
+        cuts=[],
+        subject_boxes=[(t, *box) for t, box in located],
+    )
+    times = text_sample_times(0.0, 5.0)
+    subject = product_samples(analysis, times)
+    plan = plan_framing(0.0, 5.0, W, H, [(9, 16)], subject, [(t, []) for t in times])["9:16"]
+    assert not plan.padded
+    path = plan.crop_path()
+    missed = [t for t, box in located if t < 5.0 and not holds(path(t), box)]
+    assert missed == []

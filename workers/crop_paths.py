@@ -139,9 +139,7 @@ def build_segment(
     times = np.linspace(t0, t1, n + 1)
     if not last:
         times[-1] = max(times[-2] if n > 1 else t0, t1 - CUT_EPSILON_S)
-    spans = [(times[max(0, i - 1)], times[min(n, i + 1)]) for i in range(n + 1)]
-    safe = [text.safe_between(line, a, b, text_margin) for a, b in spans]
-    between = [text.safe_between(line, times[i], times[i + 1], text_margin) for i in range(n)]
+    safe, between = text.safe_at_keys(line, times, text_margin)
     boxes = _subject_at(subject, times)
     if boxes is None:
         none: list[Interval | None] = [None] * (n + 1)

@@ -9,6 +9,8 @@ import bisect
 import math
 from collections.abc import Sequence
 
+import numpy as np
+
 from workers.geometry import Box, CropLine, iou
 
 #: boxes detected at consecutive samples are the same region when they overlap this much (IoU)
@@ -59,6 +61,8 @@ def text_union(text: Sequence[tuple[float, Sequence[Box]]], start: float, end: f
 
 
 Interval = tuple[int, int]
+#: per planning key (or per span between keys), the safe positions
+Safe = list[list[Interval]]
 
 
 def even_intervals(real: list[tuple[float, float]]) -> list[Interval]:
@@ -164,6 +168,28 @@ class TextTrack:
         self._spans: dict[tuple[int, int], tuple[int, tuple[Box, ...]]] = {}
         self._ids: dict[tuple[Box, ...], int] = {}
         self._safe: dict[tuple[CropLine, float], dict[int, list[Interval]]] = {}
+        self._keyed: dict[tuple[CropLine, float, bytes], tuple[Safe, Safe]] = {}
+
+    def safe_at_keys(self, line: CropLine, times: np.ndarray, margin: float) -> tuple[Safe, Safe]:
+        """Per planning key, safe_between its neighbouring keys; per span between two keys, safe_between its
+        ends. A plan asks this of the same line and keys again for every margin round the subject it tries,
+        so each answer is worked out once; with no text every key's answer is the same."""
+        n = len(times) - 1
+        key = (line, margin, times.tobytes())
+        if key not in self._keyed:
+            if not self.times:
+                everywhere = self.safe_between(line, float(times[0]), float(times[-1]), margin)
+                self._keyed[key] = [everywhere] * (n + 1), [everywhere] * n
+            else:
+                ends = times.tolist()
+                self._keyed[key] = (
+                    [
+                        self.safe_between(line, ends[max(0, i - 1)], ends[min(n, i + 1)], margin)
+                        for i in range(n + 1)
+                    ],
+                    [self.safe_between(line, ends[i], ends[i + 1], margin) for i in range(n)],
+                )
+        return self._keyed[key]
 
     def safe_between(self, line: CropLine, t0: float, t1: float, margin: float) -> list[Interval]:
         """safe_positions of every region that can be on screen at some time in [t0, t1]. A plan asks this of

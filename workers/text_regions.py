@@ -91,21 +91,26 @@ def safe_positions(line: CropLine, boxes: Sequence[Box], margin: float) -> list[
     A box grown by the margin is clipped to the frame first: text the source itself shows at its edge is
     whole as far as any crop can tell, and a crop edge on the frame edge cuts nothing.
     """
+    return _allowed(line, [f for box in boxes for f in _forbidden(line, box, margin)])
+
+
+def _forbidden(line: CropLine, box: Box, margin: float) -> list[tuple[float, float]]:
+    """The open intervals of positions at which the crop cuts the box."""
     c = line.crop
-    # open intervals of positions that cut a box; what none of them covers is safe
-    forbidden: list[tuple[float, float]] = []
-    for box in boxes:
-        a, b, p0, p1 = line.split(box)
-        clearance = text_clearance(box, margin)
-        a, b = max(0.0, a - clearance), min(float(line.length), b + clearance)
-        p0, p1 = max(0.0, p0 - clearance), min(float(line.perp), p1 + clearance)
-        if p1 <= line.q0 or p0 >= line.q1 or b <= a:
-            continue  # never meets the crop's fixed span across the moving axis
-        if p0 >= line.q0 and p1 <= line.q1 and b - a <= c:
-            # the crop [x, x+c] cuts the box when it overlaps it without containing it
-            forbidden += [(a - c, b - c), (a, b)]
-        else:
-            forbidden.append((a - c, b))  # cannot be inside: must be wholly outside
+    a, b, p0, p1 = line.split(box)
+    clearance = text_clearance(box, margin)
+    a, b = max(0.0, a - clearance), min(float(line.length), b + clearance)
+    p0, p1 = max(0.0, p0 - clearance), min(float(line.perp), p1 + clearance)
+    if p1 <= line.q0 or p0 >= line.q1 or b <= a:
+        return []  # never meets the crop's fixed span across the moving axis
+    if p0 >= line.q0 and p1 <= line.q1 and b - a <= c:
+        # the crop [x, x+c] cuts the box when it overlaps it without containing it
+        return [(a - c, b - c), (a, b)]
+    return [(a - c, b)]  # cannot be inside: must be wholly outside
+
+
+def _allowed(line: CropLine, forbidden: list[tuple[float, float]]) -> list[Interval]:
+    """The even positions that none of the forbidden intervals covers."""
     allowed: list[tuple[float, float]] = []
     lo, last = 0.0, float(line.last)
     for f0, f1 in sorted(forbidden):
@@ -169,6 +174,7 @@ class TextTrack:
         self._ids: dict[tuple[Box, ...], int] = {}
         self._safe: dict[tuple[CropLine, float], dict[int, list[Interval]]] = {}
         self._keyed: dict[tuple[CropLine, float, bytes], tuple[Safe, Safe]] = {}
+        self._cuts: dict[tuple[CropLine, float], dict[Box, list[tuple[float, float]]]] = {}
 
     def safe_at_keys(self, line: CropLine, times: np.ndarray, margin: float) -> tuple[Safe, Safe]:
         """Per planning key, safe_between its neighbouring keys; per span between two keys, safe_between its
@@ -198,7 +204,12 @@ class TextTrack:
         known = self._safe.setdefault((line, margin), {})
         regions, boxes = self._regions(t0, t1)
         if regions not in known:
-            known[regions] = safe_positions(line, boxes, margin)
+            # the same region is in many sets: its forbidden positions are worked out once per line
+            cuts = self._cuts.setdefault((line, margin), {})
+            for box in boxes:
+                if box not in cuts:
+                    cuts[box] = _forbidden(line, box, margin)
+            known[regions] = _allowed(line, [f for box in boxes for f in cuts[box]])
         return known[regions]
 
     def _regions(self, t0: float, t1: float) -> tuple[int, tuple[Box, ...]]:

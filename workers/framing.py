@@ -166,8 +166,7 @@ def crop_zooms(
     by_size: dict[tuple[int, int], float] = {}
     for zoom in sorted(wanted, reverse=True):
         by_size.setdefault(zoomed_size(size, zoom), zoom)
-    largest = zoomed_size(size, 1.0)
-    return [zoom for crop, zoom in by_size.items() if 0 < crop[0] < largest[0]]
+    return [zoom for crop, zoom in by_size.items() if 0 < crop[0] < size.crop_w]
 
 
 def _zoomed(

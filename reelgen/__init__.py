@@ -26,4 +26,6 @@ except PackageNotFoundError:  # running from a source tree that was never instal
 # 14: where no one crop follows the product past text, the crop jumps inside a shot, as at a cut, to another
 #     place or size (each part at least half a second) instead of letterboxing.
 # 15: a product the features lose for a sample or two is followed there from a neighbouring sample that has it.
-PIPELINE_VERSION = "16"
+# 16: a window across a shot cut keeps 60 % of its score; no window opens or closes on a flash of another shot.
+# 17: a crop's misses of the product are counted where its smoothed crop is, not on the planner's search grid.
+PIPELINE_VERSION = "17"

@@ -14,6 +14,7 @@ import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 import numpy as np
 
@@ -266,8 +267,7 @@ class _LinePlan:
     #: per shot, the lanes its route keeps to: one line's, or several that it jumps between
     shots: Sequence[Sequence[Lane]]
     routes: list[Route]
-    #: planning keys where the subject falls outside the crop though it would fit
-    misses: int
+    params: FramingParams
 
     @property
     def moves(self) -> bool:
@@ -287,26 +287,77 @@ class _LinePlan:
             for i in route.jumps
         )
 
+    @cached_property
+    def positions(self) -> list[list[int]]:
+        """Per shot, the crop's positions at its keys (one when steady), smoothed: where the clip's crop is."""
+        return [
+            route_positions(route, lanes, self.params)
+            for lanes, route in zip(self.shots, self.routes, strict=True)
+        ]
+
+    @property
+    def misses(self) -> int:
+        """Planning keys where the dynamic programme's path misses the subject though it would fit (at its grid's
+        positions: never fewer than crop_misses)."""
+        return sum(route.misses for route in self.routes)
+
+    @cached_property
+    def crop_misses(self) -> int:
+        """Planning keys where the crop, at its smoothed positions, leaves the subject's held share outside (or
+        its lane cannot hold the subject at all).
+
+        The dynamic programme counts misses at its grid's positions, coarser than the crop's (a path that may
+        jump plans every lane at once, on a coarser grid still): where its grid point missed by a few pixels,
+        the crop smoothed inside the same text-safe corridor often holds the subject. Counting the grid's
+        misses alone letterboxed clips whose crops held the product."""
+        return self._count_misses(lambda k, i: (self.positions[k][i],) * 2)
+
+    @property
+    def sure_misses(self) -> int:
+        """Planning keys where no position of the path's corridor holds the subject: misses of any crop smoothed
+        inside it (a lower bound of crop_misses, known without smoothing)."""
+        return self._count_misses(lambda k, i: self.routes[k].corridors[i])
+
+    def _count_misses(self, span: Callable[[int, int], tuple[int, int]]) -> int:
+        """Keys of moving routes where no position of span(shot, key) holds the subject's held share, or the lane
+        cannot hold the subject at all (a steady crop holds the subject at every key)."""
+        misses = 0
+        for k, (lanes, route) in enumerate(zip(self.shots, self.routes, strict=True)):
+            if not route.moves:
+                continue
+            for i in range(len(route.corridors)):
+                lane = lanes[route.lane_at(i)]
+                held = lane.segment.held[i]
+                lo, hi = span(k, i)
+                lost = lane.lost is not None and bool(lane.lost[i])
+                misses += lost or (held is not None and (hi < held[0] or lo > held[1]))
+        return misses
+
+    def within(self, allowed: float) -> bool:
+        """Whether the crop misses the subject at no more than `allowed` keys; its positions are smoothed only
+        when the grid's count is too high and the corridors' is not."""
+        if self.misses <= allowed:
+            return True
+        return self.sure_misses <= allowed and self.crop_misses <= allowed
+
     def framing(
         self,
         size: AspectSize,
         regions: Sequence[Box],
-        params: FramingParams,
         zoom: float = 1.0,
         reason: str | None = None,
     ) -> FramingPlan:
         """The aspect's plan on these routes: letterboxed when there is a reason."""
-        keys = self.keys(params)
         return FramingPlan(
-            size, keys, reason is not None, tuple(regions), self.moves, reason, zoom, self.jumps
+            size, self.keys(), reason is not None, tuple(regions), self.moves, reason, zoom, self.jumps
         )
 
-    def keys(self, params: FramingParams) -> tuple[tuple[float, CropRect], ...]:
+    def keys(self) -> tuple[tuple[float, CropRect], ...]:
         """Key rectangles over every shot of the window (smoothed now: only a chosen plan needs them)."""
         keys: list[tuple[float, CropRect]] = []
-        for k, (lanes, route) in enumerate(zip(self.shots, self.routes, strict=True)):
+        shots = zip(self.shots, self.routes, self.positions, strict=True)
+        for k, (lanes, route, positions) in enumerate(shots):
             times = lanes[0].segment.times
-            positions = route_positions(route, lanes, params)
             if route.moves:
                 for i, (t, p) in enumerate(zip(times, positions, strict=True)):
                     if i in route.jumps:
@@ -333,7 +384,7 @@ def _plan_lanes(
         if route is None:
             return None
         routes.append(route)
-    return _LinePlan(shots, routes, sum(route.misses for route in routes))
+    return _LinePlan(shots, routes, params)
 
 
 def _plan_line(
@@ -447,22 +498,19 @@ def _plan_aspect(
         # margin it must hold is only what room the crop has: without this, the smallest crop passed a subject
         # longer than itself)
         keys, too_big = _too_big(bare, line, held=HELD_SHARE if zoom == 1 else 1.0)
+        limit = params.pad_share * keys
         # a face or a salient region standing in for a product not found is cropped however large
-        if too_big > params.pad_share * keys and not stand_in_only:
+        if too_big > limit and not stand_in_only:
             # a smaller crop is only tried past text: the subject too big for it is one text keeps out
             failed.add(PAD_SUBJECT_TOO_BIG if zoom == 1 else PAD_TEXT_AND_SUBJECT)
             continue
         # a smaller crop is a choice, not the rule: it must hold the subject, whatever makes it miss; across its
         # moving axis that is the subject's own box (the margin only steers the path), known before planning
         across = _across_misses(segments_on(line, no_text), line) if zoom < 1 else 0
-        if across > params.pad_share * keys and not stand_in_only:
+        if across > limit and not stand_in_only:
             failed.add(PAD_TEXT_AND_SUBJECT)
             continue
-        if (
-            zoom < 1
-            and not stand_in_only
-            and _forced(segments_on(line, track, grow), line) + across > (params.pad_share * keys)
-        ):
+        if zoom < 1 and not stand_in_only and _forced(segments_on(line, track, grow), line) + across > limit:
             # keys where every text-safe position misses the subject are misses on any path: too many rule the
             # smaller crop out without planning it (most of those sized to pass a caption fail so)
             failed.add(PAD_TEXT_AND_SUBJECT)
@@ -471,23 +519,24 @@ def _plan_aspect(
         if cropped is None:
             failed.add(PAD_NO_TEXT_SAFE_CROP)
             continue
-        if zoom < 1:
-            misses = cropped.misses + across
-        else:
+        if stand_in_only or cropped.misses + across <= limit:
+            return cropped.framing(size, regions, zoom)
+        if zoom == 1:
             # misses the motion bounds alone would cause (an erratic subject) are the crop's to take; only those
             # that text adds justify showing a wider, letterboxed region, and only for the product itself
             free = _plan_line(line, bare, params, miss_share=1.0)
-            misses = cropped.misses - (free.misses if free is not None else 0)
-        if stand_in_only or misses <= params.pad_share * keys:
-            return cropped.framing(size, regions, params, zoom)
+            if cropped.misses - (free.misses if free is not None else 0) <= limit:
+                return cropped.framing(size, regions, zoom)
+        if cropped.within(limit - across):
+            return cropped.framing(size, regions, zoom)
         failed.add(PAD_TEXT_AND_SUBJECT)
     if PAD_SUBJECT_TOO_BIG not in failed:
         # no one crop follows the subject past the text: one that jumps inside a shot, as at a cut, to another
         # place or size may (the product crossing the frame past a corner caption, or near and then far)
         shots = _lanes(lines, segments_on, track, no_text, params)
         mixed = _plan_lanes(shots, params, miss_share=1.0, jumps=True)
-        if mixed is not None and mixed.misses <= params.pad_share * keys:
-            return mixed.framing(size, regions, params, mixed.zoom)
+        if mixed is not None and mixed.within(limit):
+            return mixed.framing(size, regions, mixed.zoom)
     reason = _pad_reason(failed)
     for line in wider:
         # a region shorter than the whole subject (not only its held share) at too many keys is passed over
@@ -498,7 +547,7 @@ def _plan_aspect(
             continue  # a region the subject does not fit either
         padded = _plan_line(line, segments_on(line, track, params.zoom_margin), params, params.subject_miss)
         if padded is not None:
-            return padded.framing(size, regions, params, reason=reason)
+            return padded.framing(size, regions, reason=reason)
     # the last candidate is the whole frame, where every region is inside (clipped to the frame)
     raise AssertionError("a region spanning the frame is text-safe by construction")
 

@@ -207,6 +207,15 @@ class Lane:
     #: longer than it, or reaches past its span across the moving axis); None: never
     lost: np.ndarray | None = None
 
+    def misses(self, i: int, span: Interval) -> bool:
+        """Whether no position of span (an interval of positions, or one position twice) holds the subject's held
+        share at key i: where the subject is too big for the crop nothing is a miss, where the lane cannot hold
+        it at all everything is."""
+        held = self.segment.held[i]
+        if self.lost is not None and self.lost[i]:
+            return True
+        return held is not None and (span[1] < held[0] or span[0] > held[1])
+
     def forced(self, i: int) -> bool:
         """Whether key i misses the subject on every text-safe position of this lane."""
         held = self.segment.held[i]
@@ -412,14 +421,13 @@ def _corridors(lanes: Sequence[Lane], params: FramingParams, jumps: bool) -> _Pa
         segment, value = lane.segment, stack.values[g]
         corridor = containing(segment.safe[i], value)
         assert corridor is not None  # the DP only visits text-safe grid points
-        lost = lane.lost is not None and bool(lane.lost[i])
+        missed = lane.misses(i, (value, value))
         for fit in (segment.subject[i], segment.inside[i], segment.held[i]):
-            if not lost and fit is not None and fit[0] <= value <= fit[1]:
+            if not missed and fit is not None and fit[0] <= value <= fit[1]:
                 # keep the subject inside (with its margin, else whole, if the path has it) wherever the path does
                 corridor = (max(corridor[0], fit[0]), min(corridor[1], fit[1]))
                 break
-        else:
-            misses += lost or segment.held[i] is not None
+        misses += missed
         corridors.append(corridor)
     jump_keys.sort()
     part_lanes = tuple(int(stack.lane[path[start]]) for start in [0, *jump_keys])

@@ -43,7 +43,7 @@ from workers.geometry import (
     moved_box,
     zoomed_size,
 )
-from workers.text_regions import TextTrack, text_clearance, text_union
+from workers.text_regions import Interval, TextTrack, text_clearance, text_union
 
 # Why a clip is letterboxed: cropping is the rule, these are the only exceptions.
 PAD_SUBJECT_TOO_BIG = "the subject is larger than the crop"
@@ -303,35 +303,29 @@ class _LinePlan:
 
     @cached_property
     def crop_misses(self) -> int:
-        """Planning keys where the crop, at its smoothed positions, leaves the subject's held share outside (or
-        its lane cannot hold the subject at all).
+        """Planning keys where the crop, at its smoothed positions, misses the subject.
 
         The dynamic programme counts misses at its grid's positions, coarser than the crop's (a path that may
         jump plans every lane at once, on a coarser grid still): where its grid point missed by a few pixels,
         the crop smoothed inside the same text-safe corridor often holds the subject. Counting the grid's
         misses alone letterboxed clips whose crops held the product."""
-        return self._count_misses(lambda k, i: (self.positions[k][i],) * 2)
+        return self._missed([[(p, p) for p in positions] for positions in self.positions])
 
     @property
     def sure_misses(self) -> int:
         """Planning keys where no position of the path's corridor holds the subject: misses of any crop smoothed
         inside it (a lower bound of crop_misses, known without smoothing)."""
-        return self._count_misses(lambda k, i: self.routes[k].corridors[i])
+        return self._missed([route.corridors for route in self.routes])
 
-    def _count_misses(self, span: Callable[[int, int], tuple[int, int]]) -> int:
-        """Keys of moving routes where no position of span(shot, key) holds the subject's held share, or the lane
-        cannot hold the subject at all (a steady crop holds the subject at every key)."""
-        misses = 0
-        for k, (lanes, route) in enumerate(zip(self.shots, self.routes, strict=True)):
-            if not route.moves:
-                continue
-            for i in range(len(route.corridors)):
-                lane = lanes[route.lane_at(i)]
-                held = lane.segment.held[i]
-                lo, hi = span(k, i)
-                lost = lane.lost is not None and bool(lane.lost[i])
-                misses += lost or (held is not None and (hi < held[0] or lo > held[1]))
-        return misses
+    def _missed(self, spans: Sequence[Sequence[Interval]]) -> int:
+        """Keys of moving routes whose span (per shot, per key) misses the subject on the key's lane (a steady
+        crop holds the subject at every key)."""
+        return sum(
+            lanes[route.lane_at(i)].misses(i, span)
+            for lanes, route, shot in zip(self.shots, self.routes, spans, strict=True)
+            if route.moves
+            for i, span in enumerate(shot)
+        )
 
     def within(self, allowed: float) -> bool:
         """Whether the crop misses the subject at no more than `allowed` keys; its positions are smoothed only

@@ -591,21 +591,25 @@ def test_a_path_that_jumps_is_judged_by_where_its_crop_is_not_by_the_grid_it_was
         ((936, 33, 1235, 80), 20.08, 22.0), ((459, 642, 823, 689), 21.0, 22.0),
     ]  # fmt: skip
 
-    def on_screen(t: float) -> list[Box]:
-        return [tuple(map(float, box)) for box, t0, t1 in captions if t0 <= t + 1e-9 <= t1]  # type: ignore[misc]
+    def as_box(values: tuple[float, ...]) -> Box:
+        x0, y0, x1, y1 = values
+        return (float(x0), float(y0), float(x1), float(y1))
 
-    subject: list[tuple[float, Box | None]] = [(t, tuple(map(float, b))) for t, b in located]  # type: ignore[misc]
+    def on_screen(t: float) -> list[Box]:
+        return [as_box(box) for box, t0, t1 in captions if t0 <= t + 1e-9 <= t1]
+
+    subject: list[tuple[float, Box | None]] = [(t, as_box(b)) for t, b in located]
     text = [(t, on_screen(t)) for t in np.round(np.arange(17.0, 22.001, 0.04), 2).tolist()]
     cuts = [5.72, 9.72, 14.72, 22.22, 25.72]
     plan = plan_framing(17.0, 22.0, 1280, 720, [(2, 3)], subject, text, cuts)["2:3"]
     assert not plan.padded and plan.jumps and plan.zoom < 1, plan.padded_reason
     path = plan.crop_path()
     times = np.arange(17.0, 22.0, 1 / FPS)
-    xs, boxes = [t for t, _ in located], np.array([b for _, b in located], dtype=float)
+    sample_times, boxes = [t for t, _ in located], np.array([b for _, b in located], dtype=float)
     held = []
     for t in times:
         rect = path(t)
         assert not any(cuts_box(rect, box, 6, (1280, 720)) for box in on_screen(t)), (t, rect)
-        box = tuple(float(np.interp(t, xs, boxes[:, k])) for k in range(4))
-        held.append(_held_share(rect, box) >= 0.95)  # type: ignore[arg-type]
+        box = as_box(tuple(float(np.interp(t, sample_times, boxes[:, k])) for k in range(4)))
+        held.append(_held_share(rect, box) >= 0.95)
     assert np.mean(held) >= 0.95

@@ -28,4 +28,6 @@ except PackageNotFoundError:  # running from a source tree that was never instal
 # 15: a product the features lose for a sample or two is followed there from a neighbouring sample that has it.
 # 16: a window across a shot cut keeps 60 % of its score; no window opens or closes on a flash of another shot.
 # 17: a crop's misses of the product are counted where its smoothed crop is, not on the planner's search grid.
-PIPELINE_VERSION = "17"
+# 18: a plain product cut cleanly out of a photo to its edges is boxed by its colours where the template
+#     matches it, not by the match's box.
+PIPELINE_VERSION = "18"

@@ -107,6 +107,51 @@ def _foreground(image: np.ndarray) -> np.ndarray:
     return mask if mask.mean() > 255 * 0.02 else np.full(image.shape[:2], 255, np.uint8)
 
 
+#: a photo to its edges is cut by GrabCut at this long side, from a rectangle this share of it in from every
+#: edge (what the photo is of is inside; its surroundings reach the edges)
+CUT_SIDE = 160
+CUT_INSET = 0.05
+#: a cut is clean, and its pixels the product's, when its largest part holds this share of it, is one solid
+#: blob (this share of its convex hull: a scene of many things cuts ragged, as bench/quality.py's toy among
+#: a shelf's things did, at 0.61 against 0.91-1.0 for single objects) and covers a share of the photo between
+#: these (a close-up's cut is a feature of it, such as a cat's eyes)
+CUT_JOINED = 0.9
+CUT_SOLIDITY = 0.85
+CUT_AREA = (0.1, 0.9)
+
+
+def cut_out(image: np.ndarray) -> np.ndarray | None:
+    """The product's pixels (0/255) in a photo that runs to its edges, where they cut out cleanly (GrabCut);
+    None where they do not."""
+    scale = min(1.0, CUT_SIDE / max(image.shape[:2]))
+    small = cv2.resize(image, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA)
+    h, w = small.shape[:2]
+    inset = max(2, round(CUT_INSET * max(h, w)))
+    if w <= 4 * inset or h <= 4 * inset:
+        return None
+    labels = np.zeros((h, w), np.uint8)
+    # GrabCut seeds its colour models at random: a photo must cut the same way in every worker
+    cv2.setRNGSeed(0)
+    cv2.grabCut(
+        cv2.cvtColor(small, cv2.COLOR_RGB2BGR), labels, (inset, inset, w - 2 * inset, h - 2 * inset),
+        np.zeros((1, 65)), np.zeros((1, 65)), 5, cv2.GC_INIT_WITH_RECT,
+    )  # fmt: skip
+    cut = ((labels == cv2.GC_FGD) | (labels == cv2.GC_PR_FGD)).astype(np.uint8)
+    count, parts, stats, _ = cv2.connectedComponentsWithStats(cut)
+    if count < 2 or not CUT_AREA[0] <= float(cut.mean()) <= CUT_AREA[1]:
+        return None
+    largest = 1 + int(np.argmax(stats[1:, cv2.CC_STAT_AREA]))
+    blob = (parts == largest).astype(np.uint8)
+    contours, _ = cv2.findContours(blob, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)
+    hull = cv2.contourArea(cv2.convexHull(max(contours, key=cv2.contourArea)))
+    area = int(stats[largest, cv2.CC_STAT_AREA])
+    if area < CUT_JOINED * int(cut.sum()) or area < CUT_SOLIDITY * hull:
+        return None
+    return np.asarray(
+        cv2.resize(blob * 255, (image.shape[1], image.shape[0]), interpolation=cv2.INTER_NEAREST), np.uint8
+    )
+
+
 class ProductLocator:
     """Built once per item from its main image (RGB); `locate` per analysed frame."""
 
@@ -136,9 +181,16 @@ class ProductLocator:
             if small_descriptors is not None and len(small_points) >= MIN_INLIERS:
                 self._templates.append((small_points, small_descriptors))
         self._corners = self._outline(self._mask)
+        #: the product's own pixels, whose colours are evidence of it: a studio shot's foreground, or a plain
+        #: product cut cleanly out of a photo to its edges (None where neither: the photo's colours are its
+        #: surroundings' too); the features keep the whole photo, which a cut gone wrong cannot take from them
+        self._own: np.ndarray | None = self._mask if self._studio else None
+        if not self._studio and not self.textured:
+            self._own = cut_out(image)
         hsv = cv2.cvtColor(image, cv2.COLOR_RGB2HSV)
-        self._colourful = float(np.median(hsv[..., 1][self._mask > 0])) >= MIN_SATURATION
-        hist = cv2.calcHist([hsv], [0, 1], self._mask, [30, 32], [0, 180, 0, 256])
+        own = self._mask if self._own is None else self._own
+        self._colourful = float(np.median(hsv[..., 1][own > 0])) >= MIN_SATURATION
+        hist = cv2.calcHist([hsv], [0, 1], own, [30, 32], [0, 180, 0, 256])
         self._hist = hist * (255.0 / max(float(hist.max()), 1e-6))
         self._matcher = cv2.BFMatcher(cv2.NORM_HAMMING)
 
@@ -179,10 +231,7 @@ class ProductLocator:
 
     def locate(self, frame: np.ndarray, source_size: tuple[int, int]) -> Located:
         """The product in an RGB frame of the source (any size), its box scaled to source_size (width, height)."""
-        scale = LOCATE_SIDE / max(frame.shape[:2])
-        if abs(scale - 1) > 0.05:
-            interpolation = cv2.INTER_AREA if scale < 1 else cv2.INTER_LINEAR
-            frame = cv2.resize(frame, None, fx=scale, fy=scale, interpolation=interpolation)
+        frame = _at_locate_side(frame)
         found = self._by_features(frame) if self.textured else None
         if found is None and not self.textured and self.colourful and self._studio:
             found = self._by_colour(frame)
@@ -329,15 +378,31 @@ class ProductLocator:
         )
         return (float(x0), float(y0), float(x1), float(y1)) if x1 > x0 and y1 > y0 else None
 
-    def _by_colour(self, frame: np.ndarray) -> Located | None:
+    def colour_near(self, frame: np.ndarray, source_size: tuple[int, int], near: Box) -> Box | None:
+        """The blob of the product's colours that overlaps near (a box other evidence gives, source pixels) in an
+        RGB frame of the source, in source pixels; None where the product's own pixels are unknown or no such
+        blob is there. A plain product's colours alone are no evidence where its photo runs to its edges (an
+        apple's reds are a face's too: by hue and saturation the two are as alike as two views of the apple),
+        but where the template's match says the product is, they give its extent better than the match's box,
+        which is the whole photo's at one of a few fixed scales."""
+        if self._own is None:
+            return None
+        frame = _at_locate_side(frame)
+        sx, sy = frame.shape[1] / source_size[0], frame.shape[0] / source_size[1]
+        found = self._by_colour(frame, scale_box(near, sx, sy))
+        return None if found is None or found.box is None else scale_box(found.box, 1 / sx, 1 / sy)
+
+    def _by_colour(self, frame: np.ndarray, near: Box | None = None) -> Located | None:
+        """The largest blob of the product's colours in the frame, or the largest overlapping near."""
         hsv = cv2.cvtColor(frame, cv2.COLOR_RGB2HSV)
         projected = cv2.calcBackProject([hsv], [0, 1], self._hist, [0, 180, 0, 256], 1)
         projected = cv2.GaussianBlur(projected, (0, 0), 2.0)
         _, blob = cv2.threshold(projected, 96, 255, cv2.THRESH_BINARY)
         count, _, stats, _ = cv2.connectedComponentsWithStats(blob)
-        if count < 2:
+        blobs = [k for k in range(1, count) if near is None or _overlaps(stats[k, :4], near)]
+        if not blobs:
             return None
-        best = 1 + int(np.argmax(stats[1:, cv2.CC_STAT_AREA]))
+        best = max(blobs, key=lambda k: int(stats[k, cv2.CC_STAT_AREA]))
         x, y, w, h, area = (int(v) for v in stats[best])
         frame_area = frame.shape[0] * frame.shape[1]
         # a blob over most of the frame is a background of the product's colours, not the product
@@ -345,6 +410,21 @@ class ProductLocator:
             return None
         confidence = 0.3 * min(1.0, area / (w * h))
         return Located((float(x), float(y), float(x + w), float(y + h)), confidence, "colour")
+
+
+def _at_locate_side(frame: np.ndarray) -> np.ndarray:
+    """The frame scaled to LOCATE_SIDE on its long side (unless it is within 5 % of it)."""
+    scale = LOCATE_SIDE / max(frame.shape[:2])
+    if abs(scale - 1) <= 0.05:
+        return frame
+    interpolation = cv2.INTER_AREA if scale < 1 else cv2.INTER_LINEAR
+    return cv2.resize(frame, None, fx=scale, fy=scale, interpolation=interpolation)
+
+
+def _overlaps(rect: np.ndarray, box: Box) -> bool:
+    """Whether a connected component's (x, y, w, h) overlaps box."""
+    x, y, w, h = (float(v) for v in rect)
+    return x < box[2] and box[0] < x + w and y < box[3] and box[1] < y + h
 
 
 #: the product's extent in the main image over a video: each side at this quantile of the frames' extents,

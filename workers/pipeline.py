@@ -221,7 +221,8 @@ def score_samples(
     the located one (followed from a neighbouring sample where the features lose it: workers.localise.follow,
     over these frames, which are one segment's samples in time order); the template scorer's own box is used
     only for a plain, colourful product it matches strongly (a grey one's match lands on grey walls and roads
-    as readily: it is left to faces and saliency).
+    as readily: it is left to faces and saliency), narrowed to the blob of the product's colours there where
+    its own pixels are known (ProductLocator.colour_near).
     """
     size = (info.width, info.height)
     small = [(f.t, _at_width(f.rgb, analysis_width(info))) for f in frames]
@@ -229,12 +230,12 @@ def score_samples(
     locator = cached_locator(template)
     located = follow([f.rgb for f in frames], [locator.locate(f.rgb, size) for f in frames], size)
     out = []
-    for score, found, (_, picture) in zip(scores, located, small, strict=True):
+    for score, found, (_, picture), frame in zip(scores, located, small, frames, strict=True):
         match, box = score.match, found.box
         if scorer == "template" and locator.textured:
             match = found.confidence if found.box is not None else UNLOCATED_WEIGHT * score.match
         if box is None and not locator.textured and locator.colourful and score.match >= SUBJECT_MATCH:
-            box = score.box
+            box = score.box and (locator.colour_near(frame.rgb, size, score.box) or score.box)
         signature = [round(float(v), 5) for v in shot_signature(picture)]
         seen = (found.seen, found.homography) if box is found.box else (None, ())
         out.append(SampleScore(score.t, match, score.quality, box, signature, *seen))

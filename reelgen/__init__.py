@@ -30,4 +30,6 @@ except PackageNotFoundError:  # running from a source tree that was never instal
 # 17: a crop's misses of the product are counted where its smoothed crop is, not on the planner's search grid.
 # 18: a plain product cut cleanly out of a photo to its edges is boxed by its colours where the template
 #     matches it, not by the match's box.
-PIPELINE_VERSION = "18"
+# 19: a smaller crop is also tried at the place nearest the subject where every text region is wholly inside
+#     or outside it across its moving axis.
+PIPELINE_VERSION = "19"

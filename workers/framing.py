@@ -43,7 +43,7 @@ from workers.geometry import (
     moved_box,
     zoomed_size,
 )
-from workers.text_regions import Interval, TextTrack, text_clearance, text_union
+from workers.text_regions import Interval, TextTrack, safe_positions, text_clearance, text_union
 
 # Why a clip is letterboxed: cropping is the rule, these are the only exceptions.
 PAD_SUBJECT_TOO_BIG = "the subject is larger than the crop"
@@ -202,7 +202,14 @@ def _zoomed(
     wanted.append(round((centre - across / 2) / 2) * 2)
     placements = {min(slack, max(0, q)) for q in wanted}
     nearest = sorted(placements, key=lambda q: (abs(q + across / 2 - centre), q))[:MAX_ZOOM_PLACEMENTS]
-    return [CropLine(base.axis, base.length, base.perp, along, q, q + across) for q in sorted(nearest)]
+    # where every text region is wholly inside or wholly outside the crop across the axis, the placement
+    # nearest the subject in each such stretch: a placement passing one caption may cut another at the
+    # frame's edge a few pixels off (a crop sized to the band between a top-corner price and a bottom caption
+    # fits it only at the frame's top, which the nearest placements may leave out as a duplicate)
+    across_line = CropLine(1 - base.axis, base.perp, base.length, across, 0, base.length)
+    for lo, hi in safe_positions(across_line, regions, margin):
+        nearest.append(min(hi, max(lo, even_down(centre - across / 2))))
+    return [CropLine(base.axis, base.length, base.perp, along, q, q + across) for q in sorted(set(nearest))]
 
 
 def _across_keys(segment: Segment, line: CropLine) -> np.ndarray:

@@ -35,7 +35,7 @@ from typing import Protocol
 import cv2
 import numpy as np
 
-from workers.geometry import scale_box
+from workers.geometry import iou, scale_box
 
 Box = tuple[float, float, float, float]
 
@@ -398,8 +398,14 @@ class ProductLocator:
         projected = cv2.calcBackProject([hsv], [0, 1], self._hist, [0, 180, 0, 256], 1)
         projected = cv2.GaussianBlur(projected, (0, 0), 2.0)
         _, blob = cv2.threshold(projected, 96, 255, cv2.THRESH_BINARY)
-        count, _, stats, _ = cv2.connectedComponentsWithStats(blob)
-        blobs = [k for k in range(1, count) if near is None or _overlaps(stats[k, :4], near)]
+        _, _, stats, _ = cv2.connectedComponentsWithStats(blob)
+        # component 0 is the background
+        boxes = {
+            k: (float(x), float(y), float(x + w), float(y + h))
+            for k, (x, y, w, h, _) in enumerate(stats)
+            if k
+        }
+        blobs = [k for k in boxes if near is None or iou(boxes[k], near) > 0]
         if not blobs:
             return None
         best = max(blobs, key=lambda k: int(stats[k, cv2.CC_STAT_AREA]))
@@ -419,12 +425,6 @@ def _at_locate_side(frame: np.ndarray) -> np.ndarray:
         return frame
     interpolation = cv2.INTER_AREA if scale < 1 else cv2.INTER_LINEAR
     return cv2.resize(frame, None, fx=scale, fy=scale, interpolation=interpolation)
-
-
-def _overlaps(rect: np.ndarray, box: Box) -> bool:
-    """Whether a connected component's (x, y, w, h) overlaps box."""
-    x, y, w, h = (float(v) for v in rect)
-    return x < box[2] and box[0] < x + w and y < box[3] and box[1] < y + h
 
 
 #: the product's extent in the main image over a video: each side at this quantile of the frames' extents,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pytest
@@ -42,6 +42,12 @@ def cuts_box(rect: CropRect, box: Box, margin: float = 0.0, frame: tuple[int, in
 def as_box(values: tuple[float, ...]) -> Box:
     x0, y0, x1, y1 = values
     return (float(x0), float(y0), float(x1), float(y1))
+
+
+def box_at(located: Sequence[tuple[float, tuple[float, ...]]], t: float) -> Box:
+    """The located box at t, interpolated between the samples."""
+    times, boxes = [u for u, _ in located], np.array([b for _, b in located], dtype=float)
+    return as_box(tuple(float(np.interp(t, times, boxes[:, k])) for k in range(4)))
 
 
 def holds(rect: CropRect, box: Box) -> bool:
@@ -606,13 +612,11 @@ def test_a_path_that_jumps_is_judged_by_where_its_crop_is_not_by_the_grid_it_was
     assert not plan.padded and plan.jumps and plan.zoom < 1, plan.padded_reason
     path = plan.crop_path()
     times = np.arange(17.0, 22.0, 1 / FPS)
-    sample_times, boxes = [t for t, _ in located], np.array([b for _, b in located], dtype=float)
     held = []
     for t in times:
         rect = path(t)
         assert not any(cuts_box(rect, box, 6, (1280, 720)) for box in on_screen(t)), (t, rect)
-        box = as_box(tuple(float(np.interp(t, sample_times, boxes[:, k])) for k in range(4)))
-        held.append(_held_share(rect, box) >= 0.95)
+        held.append(_held_share(rect, box_at(located, t)) >= 0.95)
     assert np.mean(held) >= 0.95
 
 
@@ -647,9 +651,7 @@ def test_a_crop_sized_between_a_top_corner_price_and_a_bottom_caption_is_placed_
     plan = plan_framing(5.5, 10.5, 720, 720, [aspect], subject, text, [4.24, 12.74])[label]
     assert not plan.padded and plan.zoom < 1, plan.padded_reason
     path = plan.crop_path()
-    sample_times, boxes = [t for t, _ in located], np.array([b for _, b in located], dtype=float)
     for t in np.arange(5.5, 10.5, 1 / FPS):
         rect = path(t)
         assert not any(cuts_box(rect, box, 6, (720, 720)) for box in on_screen(t)), (t, rect)
-        box = as_box(tuple(float(np.interp(t, sample_times, boxes[:, k])) for k in range(4)))
-        assert holds(rect, box), (t, rect, box)
+        assert holds(rect, box_at(located, t)), (t, rect)

@@ -116,12 +116,9 @@ def measure(localise: ModuleType, catalog: Path, show_items: bool) -> dict[str, 
         if hasattr(localise, "follow"):
             found = localise.follow([frame for _, frame in frames], found, size)
         # the locator's per-video pass, where it has one
-        if not hasattr(localise, "whole_boxes"):
-            boxes = [f.box for f in found]
-        elif hasattr(locator, "extent"):
-            boxes = localise.whole_boxes(found, size, locator.extent)
-        else:
-            boxes = localise.whole_boxes(found, size)
+        boxes = (
+            localise.whole_boxes(found, size) if hasattr(localise, "whole_boxes") else [f.box for f in found]
+        )
         cpu += time.process_time() - started
         for (index, _), box in zip(frames, boxes, strict=True):
             real = item["frames"][index]["box"]

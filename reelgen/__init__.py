@@ -32,4 +32,4 @@ except PackageNotFoundError:  # running from a source tree that was never instal
 #     matches it, not by the match's box.
 # 19: a smaller crop is also tried at the place nearest the subject where every text region is wholly inside
 #     or outside it across its moving axis.
-PIPELINE_VERSION = "20"
+PIPELINE_VERSION = "19"

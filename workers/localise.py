@@ -27,7 +27,6 @@ and the way back to where it came from, must agree. Pure: arrays in, boxes out.
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -219,15 +218,6 @@ class ProductLocator:
         """Whether the product has enough keypoints for its features to be the evidence."""
         return bool(self._templates) and len(self._templates[0][0]) >= MIN_TEMPLATE_KEYPOINTS
 
-    @functools.cached_property
-    def extent(self) -> Box | None:
-        """The product's whole extent in the main image (its pixels at TEMPLATE_SIDE) where its own pixels are
-        known, None where not: a photo of a busy scene, or one that does not cut out cleanly. The part of it seen
-        again in a frame may be less: a hand that holds it can cover the same side in every frame. Worked out
-        on first use (a textured photo's cut costs 50-170 ms), so only for products the features find."""
-        own = cut_out(self._image) if self.textured and not self._studio else self._own
-        return None if own is None else _bounds(own)
-
     @property
     def colourful(self) -> bool:
         """Whether the product's colours are evidence of it (MIN_SATURATION)."""
@@ -235,7 +225,8 @@ class ProductLocator:
 
     @staticmethod
     def _outline(mask: np.ndarray) -> np.ndarray:
-        x0, y0, x1, y1 = _bounds(mask)
+        ys, xs = np.nonzero(mask)
+        x0, y0, x1, y1 = float(xs.min()), float(ys.min()), float(xs.max() + 1), float(ys.max() + 1)
         return np.array([[x0, y0], [x1, y0], [x1, y1], [x0, y1]], np.float32).reshape(-1, 1, 2)
 
     def locate(self, frame: np.ndarray, source_size: tuple[int, int]) -> Located:
@@ -427,11 +418,6 @@ class ProductLocator:
         return Located((float(x), float(y), float(x + w), float(y + h)), confidence, "colour")
 
 
-def _bounds(mask: np.ndarray) -> Box:
-    ys, xs = np.nonzero(mask)
-    return float(xs.min()), float(ys.min()), float(xs.max() + 1), float(ys.max() + 1)
-
-
 def _at_locate_side(frame: np.ndarray) -> np.ndarray:
     """The frame scaled to LOCATE_SIDE on its long side (unless it is within 5 % of it)."""
     scale = LOCATE_SIDE / max(frame.shape[:2])
@@ -460,33 +446,23 @@ class Sighting(Protocol):
     def homography(self) -> tuple[float, ...]: ...
 
 
-def whole_boxes(
-    found: Sequence[Sighting], source_size: tuple[int, int], extent: Box | None = None
-) -> list[Box | None]:
+def whole_boxes(found: Sequence[Sighting], source_size: tuple[int, int]) -> list[Box | None]:
     """The product's box per frame, whole where part of it is hidden.
 
     A frame where a hand covers half the product sees only the other half again, and its box holds only that;
     the product is as large as the frames that see it whole say. Its extent in the main image is taken over the
-    frames found by features (each side at WHOLE_QUANTILE), and never less than extent, the product's own in
-    the main image where that is known (ProductLocator.extent): a hand that holds the product can cover the
-    same side of it in every frame, as in a butterfly item of bench/quality.py's development half whose
-    narrow crops then cut off the covered part. In a frame that saw less of it, the box grows on each side
-    by as much as the missing part reaches past the part seen, mapped into the frame by the
+    frames found by features (each side at WHOLE_QUANTILE); in a frame that saw less of it, the box grows on
+    each side by as much as the missing part reaches past the part seen, mapped into the frame by the
     similarity (turn, scale, shift) nearest the frame's homography over the part seen. A homography fitted to
     keypoints on one side of a product extrapolates its perspective wildly past them (mapping the whole extent
     by it gave boxes over 1.5 times the product's in a sixth of the frames, and ones still short of it beside
     a hand); its turn and scale over the part seen are sound. Frames located otherwise, or not at all, keep
     their box."""
     extents = np.array([f.seen for f in found if f.seen is not None and f.homography], np.float64)
-    if len(extents) >= WHOLE_MIN_FRAMES:
-        x0, y0 = np.quantile(extents[:, :2], 1 - WHOLE_QUANTILE, axis=0)
-        x1, y1 = np.quantile(extents[:, 2:], WHOLE_QUANTILE, axis=0)
-        if extent is not None:
-            x0, y0, x1, y1 = min(x0, extent[0]), min(y0, extent[1]), max(x1, extent[2]), max(y1, extent[3])
-    elif extent is not None and len(extents):
-        x0, y0, x1, y1 = extent
-    else:
+    if len(extents) < WHOLE_MIN_FRAMES:
         return [f.box for f in found]
+    x0, y0 = np.quantile(extents[:, :2], 1 - WHOLE_QUANTILE, axis=0)
+    x1, y1 = np.quantile(extents[:, 2:], WHOLE_QUANTILE, axis=0)
     width, height = source_size
     boxes: list[Box | None] = []
     for f in found:

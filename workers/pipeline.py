@@ -191,9 +191,6 @@ class SampleScore:
     #: into the source (workers.localise.whole_boxes completes the box over every segment's samples)
     seen: tuple[float, float, float, float] | None = None
     homography: tuple[float, ...] = ()
-    #: with seen, the product's whole extent in the main image where its own pixels are known
-    #: (ProductLocator.extent): the part an occluder hides in every frame
-    extent: tuple[float, float, float, float] | None = None
 
     @property
     def value(self) -> float:
@@ -240,7 +237,7 @@ def score_samples(
         if box is None and not locator.textured and locator.colourful and score.match >= SUBJECT_MATCH:
             box = score.box and (locator.colour_near(frame.rgb, size, score.box) or score.box)
         signature = [round(float(v), 5) for v in shot_signature(picture)]
-        seen = (found.seen, found.homography, found.seen and locator.extent) if box is found.box else ()
+        seen = (found.seen, found.homography) if box is found.box else (None, ())
         out.append(SampleScore(score.t, match, score.quality, box, signature, *seen))
     return out
 
@@ -299,8 +296,7 @@ def choose(info: VideoInfo, samples: list[SampleScore], config: OutputConfig) ->
     window = Window(
         window.start_s + info.start_s, window.end_s + info.start_s, round(window.score, 4), window.truncated
     )
-    extent = next((s.extent for s in samples if s.extent), None)
-    boxes = whole_boxes(samples, (info.width, info.height), extent)
+    boxes = whole_boxes(samples, (info.width, info.height))
     subject = [(s.t, *b) for s, b in _around(samples, boxes, window, cuts, info.start_s) if b is not None]
     return Analysis(
         window=window,

@@ -44,7 +44,6 @@ def samples_from_json(results: list[Json]) -> list[SampleScore]:
                 **s,
                 "box": tuple(s["box"]) if s["box"] else None,
                 "seen": tuple(s["seen"]) if s.get("seen") else None,
-                "extent": tuple(s["extent"]) if s.get("extent") else None,
                 "homography": tuple(s.get("homography", ())),
             }
         )

@@ -402,20 +402,19 @@ class ProductLocator:
         # component 0 is the background
         boxes = {
             k: (float(x), float(y), float(x + w), float(y + h))
-            for k, (x, y, w, h, _) in enumerate(stats)
-            if k
+            for k, (x, y, w, h, _) in enumerate(stats[1:], start=1)
         }
-        blobs = [k for k in boxes if near is None or iou(boxes[k], near) > 0]
+        blobs = [k for k, box in boxes.items() if near is None or iou(box, near) > 0]
         if not blobs:
             return None
         best = max(blobs, key=lambda k: int(stats[k, cv2.CC_STAT_AREA]))
-        x, y, w, h, area = (int(v) for v in stats[best])
+        _, _, w, h, area = (int(v) for v in stats[best])
         frame_area = frame.shape[0] * frame.shape[1]
         # a blob over most of the frame is a background of the product's colours, not the product
         if area < frame_area * 0.003 or w * h > frame_area * 0.6 or area < 0.3 * w * h:
             return None
         confidence = 0.3 * min(1.0, area / (w * h))
-        return Located((float(x), float(y), float(x + w), float(y + h)), confidence, "colour")
+        return Located(boxes[best], confidence, "colour")
 
 
 def _at_locate_side(frame: np.ndarray) -> np.ndarray:

@@ -44,6 +44,7 @@ from workers.scoring import (
     ANALYSIS_LONG_SIDE,
     ANALYSIS_WIDTH,
     Inference,
+    frame_looks,
     frame_value,
     item_text,
     product_template,
@@ -226,9 +227,20 @@ def score_samples(
     """
     size = (info.width, info.height)
     small = [(f.t, _at_width(f.rgb, analysis_width(info))) for f in frames]
-    scores = score_frames(infer, small, template, key, size, scorer=scorer, text=text)
     locator = cached_locator(template)
     located = follow([f.rgb for f in frames], [locator.locate(f.rgb, size) for f in frames], size)
+    # where a textured product's features place it their confidence is the match, so the template scorer's
+    # correlation (most of its cost) is asked for only where they do not; the rest are scored for their look
+    by_features = scorer == "template" and locator.textured
+    matched = [not (by_features and found.box is not None) for found in located]
+    scored = iter(
+        score_frames(
+            infer, [s for s, m in zip(small, matched, strict=True) if m], template, key, size, scorer=scorer,
+            text=text,
+        )
+    )  # fmt: skip
+    looks = iter(frame_looks(infer, [s for s, m in zip(small, matched, strict=True) if not m], key))
+    scores = [next(scored) if m else next(looks) for m in matched]
     out = []
     for score, found, (_, picture), frame in zip(scores, located, small, frames, strict=True):
         match, box = score.match, found.box

@@ -131,6 +131,17 @@ def score_frames(
     return scores
 
 
+def frame_looks(
+    infer: Inference, frames: Sequence[tuple[float, np.ndarray]], key: PriorityKey
+) -> list[FrameScore]:
+    """How (t, rgb) analysis frames look, from the template scorer asked without the product's image: its
+    quality alone, no match and no box. For frames where other evidence already places the product."""
+    if not frames:
+        return []
+    out = infer.infer(SCORER_MODEL, np.stack([rgb for _, rgb in frames]), key, {})
+    return [FrameScore(t, 0.0, float(q), None) for (t, _), q in zip(frames, out["quality"], strict=True)]
+
+
 def shot_signature(rgb: np.ndarray) -> np.ndarray:
     """A small normalised hue/saturation histogram; consecutive frames of one shot have similar ones."""
     hsv = cv2.cvtColor(rgb, cv2.COLOR_RGB2HSV)

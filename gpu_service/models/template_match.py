@@ -1,8 +1,9 @@
 """The default window scorer: how strongly the product's main image is present in each frame, and how good
 the frame looks. Needs no downloaded weights.
 
-Per request the context `image` is the product's main image (trimmed of its studio background by the client).
-For every frame the model computes the normalised cross-correlation (the same quantity as OpenCV's
+Per request the context `image` is the product's main image (trimmed of its studio background by the client);
+a request without it asks for the frames' look alone (`match` 0, no box): a client that already knows where the
+product is from other evidence spares the correlation. For every frame the model computes the normalised cross-correlation (the same quantity as OpenCV's
 TM_CCOEFF_NORMED over three channels) of the product at a ladder of scales, keeps the best, weights it by
 prominence (bigger appearances show the product better), and adds quality priors: sharpness (variance of the
 Laplacian) and exposure. All of it is FFT correlations and integral images, batched over frames, on the device.
@@ -51,7 +52,7 @@ class TemplateMatch(InferenceModel):
     def check(self, frames_shape: tuple[int, ...], context: Mapping[str, ArrayShape]) -> None:
         super().check(frames_shape, context)
         if "image" not in context:
-            raise RequestError("template_match needs the product's main image as context 'image'")
+            return
         shape = context["image"][0]
         if shape[-1] != 3 or min(shape[:2]) < 8:
             raise RequestError("context 'image' must be an RGB image of at least 8×8 pixels")
@@ -65,6 +66,8 @@ class TemplateMatch(InferenceModel):
         return F.interpolate(rgb, size=(height, ANALYSIS_WIDTH), mode="area")
 
     def prepare_context(self, context: Mapping[str, Tensor]) -> dict[str, Tensor]:
+        if "image" not in context:
+            return {}
         return {"image": context["image"].permute(2, 0, 1).float().unsqueeze(0) / 255.0}
 
     def warmup_context(self, device: torch.device) -> dict[str, Tensor]:
@@ -78,7 +81,7 @@ class TemplateMatch(InferenceModel):
         box = torch.zeros(n, 4, device=batch.device)
         for span in spans:
             frames = batch[span.start : span.stop]
-            if len(frames):
+            if len(frames) and "image" in span.context:
                 m, b = self._match(frames, span.context["image"])
                 match[span.start : span.stop] = m
                 box[span.start : span.stop] = b

@@ -1,15 +1,29 @@
-"""The default scorer (the daemon's template_match model) on synthetic frames with known answers."""
+"""The default scorer (the daemon's template_match model) on synthetic frames with known answers, and what the
+sampler asks of it."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import cv2
 import numpy as np
+import numpy.typing as npt
 import pytest
 
 import gpu_service.models.template_match  # noqa: F401  (registers the model)
 from gpu_service.local import LocalInference
 from gpu_service.priority import PriorityKey
-from workers.scoring import ANALYSIS_WIDTH, FrameScore, product_template, score_frames, shot_signature
+from workers.pipeline import UNLOCATED_WEIGHT, score_samples
+from workers.scoring import (
+    ANALYSIS_WIDTH,
+    FrameScore,
+    frame_looks,
+    product_template,
+    score_frames,
+    shot_signature,
+)
+from workers.video import Frame, VideoInfo
 
 KEY = PriorityKey(0.0, 0.0)
 
@@ -37,12 +51,15 @@ def inference() -> LocalInference:
     return LocalInference()
 
 
-def _score(inference: LocalInference, frames: list[np.ndarray], product: np.ndarray) -> list[FrameScore]:
-    small = [
+def _small(frames: list[np.ndarray]) -> list[tuple[float, np.ndarray]]:
+    return [
         (float(i), cv2.resize(f, (ANALYSIS_WIDTH, 216), interpolation=cv2.INTER_AREA))
         for i, f in enumerate(frames)
     ]
-    return score_frames(inference, small, product_template(product), KEY, (1280, 720))
+
+
+def _score(inference: LocalInference, frames: list[np.ndarray], product: np.ndarray) -> list[FrameScore]:
+    return score_frames(inference, _small(frames), product_template(product), KEY, (1280, 720))
 
 
 def test_template_trims_studio_background() -> None:
@@ -103,3 +120,57 @@ def test_shot_signature_separates_scenes() -> None:
     b = shot_signature(np.full((200, 300, 3), (20, 200, 40), np.uint8))
     assert a.shape == (128,) and abs(float(a.sum()) - 1.0) < 1e-4
     assert float(np.abs(a - b).sum()) > 1.0
+
+
+def test_a_request_without_the_image_scores_the_look_alone(inference: LocalInference) -> None:
+    product = _product()
+    frames = [_scene(None, 0, 0, 0), _scene(product, 300, 600, 200)]
+    full = _score(inference, frames, product)
+    looks = frame_looks(inference, _small(frames), KEY)
+    assert [s.quality for s in looks] == [s.quality for s in full]
+    assert all(s.match == 0.0 and s.box is None for s in looks)
+
+
+class Recording:
+    """The in-process daemon, noting how many frames each request had matched against the main image and how
+    many were scored for their look alone."""
+
+    def __init__(self, inner: LocalInference) -> None:
+        self.inner = inner
+        self.matched: list[int] = []
+        self.looked: list[int] = []
+
+    def infer(
+        self,
+        model: str,
+        frames: npt.NDArray[np.uint8],
+        key: PriorityKey,
+        context: Mapping[str, npt.NDArray[Any]] | None = None,
+    ) -> dict[str, npt.NDArray[np.float32]]:
+        (self.matched if context and "image" in context else self.looked).append(len(frames))
+        return self.inner.infer(model, frames, key, context)
+
+
+def test_frames_the_features_place_are_not_matched_again(inference: LocalInference) -> None:
+    product = _product()
+    shown = [
+        _scene(None, 0, 0, 0),
+        _scene(product, 300, 600, 200),
+        _scene(product, 260, 200, 300, seed=8),
+        _scene(None, 0, 0, 0, seed=9),
+    ]
+    info = VideoInfo(1280, 720, 25.0, 4.0, False, 0, "h264", 0.0)
+    recording = Recording(inference)
+    samples = score_samples(
+        recording, [Frame(float(t), f) for t, f in enumerate(shown)], product_template(product), KEY, info
+    )
+    assert [s.box is not None for s in samples] == [False, True, True, False]
+    # one request matches the two frames without the product, one scores the two the features place
+    assert recording.matched == [2] and recording.looked == [2]
+    full = _score(inference, shown, product)
+    assert [s.quality for s in samples] == [s.quality for s in full]
+    for sample, alone in zip(samples, full, strict=True):
+        if sample.box is None:
+            assert sample.match == pytest.approx(UNLOCATED_WEIGHT * alone.match)
+        else:
+            assert sample.match > UNLOCATED_WEIGHT

@@ -3,17 +3,14 @@ sampler asks of it."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 import cv2
 import numpy as np
-import numpy.typing as npt
 import pytest
 
 import gpu_service.models.template_match  # noqa: F401  (registers the model)
 from gpu_service.local import LocalInference
 from gpu_service.priority import PriorityKey
+from tests.support.inference import Recording
 from workers.pipeline import UNLOCATED_WEIGHT, score_samples
 from workers.scoring import (
     ANALYSIS_WIDTH,
@@ -131,26 +128,6 @@ def test_a_request_without_the_image_scores_the_look_alone(inference: LocalInfer
     assert all(s.match == 0.0 and s.box is None for s in looks)
 
 
-class Recording:
-    """The in-process daemon, noting how many frames each request had matched against the main image and how
-    many were scored for their look alone."""
-
-    def __init__(self, inner: LocalInference) -> None:
-        self.inner = inner
-        self.matched: list[int] = []
-        self.looked: list[int] = []
-
-    def infer(
-        self,
-        model: str,
-        frames: npt.NDArray[np.uint8],
-        key: PriorityKey,
-        context: Mapping[str, npt.NDArray[Any]] | None = None,
-    ) -> dict[str, npt.NDArray[np.float32]]:
-        (self.matched if context and "image" in context else self.looked).append(len(frames))
-        return self.inner.infer(model, frames, key, context)
-
-
 def test_frames_the_features_place_are_not_matched_again(inference: LocalInference) -> None:
     product = _product()
     shown = [
@@ -160,13 +137,14 @@ def test_frames_the_features_place_are_not_matched_again(inference: LocalInferen
         _scene(None, 0, 0, 0, seed=9),
     ]
     info = VideoInfo(1280, 720, 25.0, 4.0, False, 0, "h264", 0.0)
-    recording = Recording(inference)
+    recording = Recording()
     samples = score_samples(
         recording, [Frame(float(t), f) for t, f in enumerate(shown)], product_template(product), KEY, info
     )
     assert [s.box is not None for s in samples] == [False, True, True, False]
     # one request matches the two frames without the product, one scores the two the features place
-    assert recording.matched == [2] and recording.looked == [2]
+    asked = [(r.model, r.frames, r.context) for r in recording.requests]
+    assert asked == [("template_match", 2, ("image",)), ("template_match", 2, ())]
     full = _score(inference, shown, product)
     assert [s.quality for s in samples] == [s.quality for s in full]
     for sample, alone in zip(samples, full, strict=True):

@@ -3,15 +3,11 @@ only on the frames still without a subject."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 import numpy as np
-import numpy.typing as npt
 import pytest
 
-from gpu_service.local import LocalInference
 from gpu_service.priority import PriorityKey
+from tests.support.inference import Recording
 from tests.support.pictures import face_frame
 from tests.support.scenes import centre_inside, scene
 from workers.faces import FACE_MODEL
@@ -20,24 +16,6 @@ from workers.subject import find_subjects
 
 KEY = PriorityKey(0.0, 0.0)
 SIZE = (640, 360)
-
-
-class Recording(LocalInference):
-    """The in-process models, remembering how many frames each model was asked about."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.frames: dict[str, int] = {}
-
-    def infer(
-        self,
-        model: str,
-        frames: npt.NDArray[np.uint8],
-        key: PriorityKey,
-        context: Mapping[str, npt.NDArray[Any]] | None = None,
-    ) -> dict[str, npt.NDArray[np.float32]]:
-        self.frames[model] = self.frames.get(model, 0) + len(frames)
-        return super().infer(model, frames, key, context)
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +28,7 @@ def test_each_frame_takes_the_most_trusted_source_and_fallbacks_see_only_the_res
     face = face_frame((450, 180), 130, SIZE)
     lone_object = (60, 80, 160, 220)
     blob = scene(lone_object)
-    model.frames.clear()
+    model.requests.clear()
     found = find_subjects(
         model,
         [face, face, blob],
@@ -63,16 +41,16 @@ def test_each_frame_takes_the_most_trusted_source_and_fallbacks_see_only_the_res
     assert found[1] is not None and centre_inside(found[1], (385, 110, 515, 250))
     assert found[2] is not None and centre_inside(found[2], lone_object)
     # the matched frame went to neither fallback; the face frame did not go on to saliency
-    assert model.frames == {FACE_MODEL: 2, SALIENCY_MODEL: 1}
+    assert model.frames() == {FACE_MODEL: 2, SALIENCY_MODEL: 1}
 
 
 def test_a_window_the_match_covers_costs_no_fallback(model: Recording) -> None:
-    model.frames.clear()
+    model.requests.clear()
     boxes = [(float(k), 0.0, k + 50.0, 60.0) for k in range(3)]
     frames = [np.zeros((SIZE[1], SIZE[0], 3), np.uint8)] * 3
     found = find_subjects(model, frames, KEY, matched=boxes, text_boxes=[[]] * 3, source_size=SIZE)
     assert found == boxes
-    assert model.frames == {}
+    assert model.frames() == {}
 
 
 def test_a_frame_no_source_finds_stays_without_subject(model: Recording) -> None:

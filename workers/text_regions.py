@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import numpy as np
 
@@ -164,9 +164,15 @@ class TextTrack:
             [None if box is None else _on_subject(b, box) for b in regions]
             for regions, box in zip(merged, near, strict=True)
         ]
+        beside = {
+            b
+            for regions, flags in zip(merged, placed, strict=True)
+            for b, on in zip(regions, flags, strict=True)
+            if on is False
+        }
         self.boxes = [
-            [b for b, on in zip(regions, flags, strict=True) if not on or _left_behind(b, k, merged, placed)]
-            for k, (regions, flags) in enumerate(zip(merged, placed, strict=True))
+            [b for b, on in zip(regions, flags, strict=True) if not on or _left_behind(b, beside)]
+            for regions, flags in zip(merged, placed, strict=True)
         ]
         #: per run of samples, its regions (and a number naming the set, the same for equal sets); per line
         #: and margin, the safe positions of each set
@@ -257,18 +263,13 @@ def _nearest_subject(subject: Sequence[tuple[float, Box | None]], t: float) -> B
     return min(near, key=lambda item: item[0])[1] if near else None
 
 
-def _left_behind(
-    box: Box, k: int, merged: Sequence[Sequence[Box]], placed: Sequence[Sequence[bool | None]]
-) -> bool:
-    """Whether a region on the subject at sample k is, at a neighbouring sample, in the same place beside the
-    located subject: it stayed where the subject left it, a caption the subject passed over, not print moving
-    with it."""
-    for j in (k - 1, k + 1):
-        if 0 <= j < len(merged):
-            for other, on in zip(merged[j], placed[j], strict=True):
-                if on is False and iou(box, other) >= SAME_REGION_IOU:
-                    return True
-    return False
+def _left_behind(box: Box, beside: Collection[Box]) -> bool:
+    """Whether a region on the subject is, at some sample, in the same place beside the located subject
+    (beside: every such region): it stays where the subject left it, or stood there before the subject grew
+    or moved over it, a caption, not print moving with the subject. Neighbouring samples alone do not tell:
+    text is timed at every frame, and a product that grows to cover a caption over half a second covers it
+    at both neighbours of every frame but the first."""
+    return any(iou(box, other) >= SAME_REGION_IOU for other in beside)
 
 
 def _on_subject(box: Box, subject: Box | None) -> bool:

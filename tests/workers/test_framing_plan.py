@@ -561,6 +561,26 @@ def test_a_caption_the_product_passes_over_stays_a_caption() -> None:
         check_plan(plan, on_screen)
 
 
+def test_a_caption_a_growing_product_comes_to_cover_stays_a_caption() -> None:
+    """A portrait clip (bench/quality.py's development half): a large product held up to the camera grows over
+    a second until its box, grown by the few per cent a located box may be off, covers a caption at the top.
+    At every frame from then on the caption reads as print on the product at both neighbouring frames too;
+    it stood in the same place beside the product before, so it is a caption throughout, and no crop of any
+    aspect cuts it."""
+    width, height = 360, 640
+    caption = (65.0, 16.0, 295.0, 35.0)
+
+    def box(t: float) -> Box:
+        grown = min(1.0, max(0.0, t - 3.0))
+        return (0.0, 200.0 - 170.0 * grown, 300.0 + 60.0 * grown, 420.0 + 70.0 * grown)
+
+    text = [(t, [caption]) for t in frame_times(1.0, 8.0)]
+    plans = plan_framing(2.0, 7.0, width, height, [(4, 5), (1, 1), (3, 4)], sampled(box, 2.0, 7.0, 2.0), text)
+    for plan in plans.values():
+        path = plan.crop_path()
+        assert not any(cuts_box(path(t), caption, 6, (width, height)) for t in frame_times(2.0, 7.0)), plan.label
+
+
 def test_the_crop_follows_a_product_at_every_sample_that_located_it_not_only_at_the_text_samples() -> None:
     """A product swinging to one side and back every second: the text samples (one a second) see it in one
     place, the scoring's samples (two a second) see it on the other side in between. The crop must follow

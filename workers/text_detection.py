@@ -11,12 +11,14 @@ import itertools
 import math
 from collections.abc import Callable, Sequence
 
+import cv2
 import numpy as np
 
 from gpu_service.priority import PriorityKey
 from workers.detection import detect_boxes
-from workers.geometry import Box, iou
+from workers.geometry import Box, iou, scale_box
 from workers.scoring import Inference
+from workers.text_panels import with_panel
 from workers.text_regions import SAME_REGION_IOU
 
 #: the daemon's text detection model
@@ -67,13 +69,26 @@ def detect_text(
     *,
     source_size: tuple[int, int] | None = None,
 ) -> list[list[Box]]:
-    """Text regions per frame (frames of one size), found by the daemon's text detector and kept where they can
-    be text (plausible_text); in the frames' pixels, or in source pixels given source_size (width, height)."""
-    found = detect_boxes(infer, TEXT_MODEL, frames_rgb, key, source_size=source_size)
+    """Text regions per frame (frames of one size), found by the daemon's text detector, kept where they can be
+    text (plausible_text) and grown to the panel behind them where they sit on one (text_panels); in the
+    frames' pixels, or in source pixels given source_size (width, height)."""
+    found = detect_boxes(infer, TEXT_MODEL, frames_rgb, key)
     if not frames_rgb:
         return found
-    width, height = source_size or (frames_rgb[0].shape[1], frames_rgb[0].shape[0])
-    return [[box for box in boxes if plausible_text(box, width, height)] for boxes in found]
+    height, width = frames_rgb[0].shape[:2]
+    size = source_size or (width, height)
+    sx, sy = size[0] / width, size[1] / height
+    regions = []
+    for rgb, boxes in zip(frames_rgb, found, strict=True):
+        grey = cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY)
+        regions.append(
+            [
+                scale_box(with_panel(grey, b), sx, sy)
+                for b in boxes
+                if plausible_text(scale_box(b, sx, sy), *size)
+            ]
+        )
+    return regions
 
 
 def _patch(gray: np.ndarray, box: Box, sx: float, sy: float) -> np.ndarray:

@@ -1,7 +1,9 @@
 """A caption's backing panel: the solid or darkened box many captions sit on reaches past the glyphs the text
 detector boxes, by its padding, and by any glyph the detector missed (a price's thin minus sign). A crop edge
 through the panel cuts the caption as surely as one through its letters, so a detected region that sits on a
-panel is taken to be the panel. Pure: a grey frame and a box in, a box out.
+panel is grown until the clearance the crop planner keeps round text (text_regions.text_clearance, a third of
+the glyphs' height, for just such backdrops) reaches the panel's edges. Pure: a grey frame and a box in, a box
+out.
 
 A panel is told from the scene around it by its edges: each runs straight along a whole side of the text, one
 step in brightness between two neighbouring lines of pixels, where the scene's own edges wander and break.
@@ -12,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from workers.geometry import Box
+from workers.text_regions import text_clearance
 
 #: a panel reaches past the detected glyphs by at most this share of their box's height on any side: its
 #: padding, or a glyph the detector missed, which is at most about as wide as the line is tall (the minus
@@ -41,7 +44,8 @@ def _edge(lines: np.ndarray) -> int | None:
 
 
 def with_panel(grey: np.ndarray, box: Box) -> Box:
-    """The detected text region box (the grey frame's pixels) grown to the panel it sits on, if it does."""
+    """The detected text region box (the grey frame's pixels) grown where the panel it sits on, if it does,
+    reaches past the planner's clearance round it."""
     height, width = grey.shape
     x0, y0 = max(0, round(box[0])), max(0, round(box[1]))
     x1, y1 = min(width, round(box[2])), min(height, round(box[3]))
@@ -59,10 +63,8 @@ def with_panel(grey: np.ndarray, box: Box) -> Box:
     closed = sum(edge is not None or border for edge, (_, border) in zip(edges, sides, strict=True))
     if closed < PANEL_SIDES:
         return box
-    top, bottom, left, right = (edge or 0 for edge in edges)
-    return (
-        min(box[0], float(x0 - left)),
-        min(box[1], float(y0 - top)),
-        max(box[2], float(x1 + right)),
-        max(box[3], float(y1 + bottom)),
-    )
+    # the planner's clearance round the glyphs' box covers a panel that reaches no further; a box grown on top
+    # or below has taller "glyphs" and a wider clearance, so growing by the rest never falls short of the panel
+    beyond = text_clearance(box, 0.0)
+    top, bottom, left, right = (max(0.0, (edge or 0) - beyond) for edge in edges)
+    return (box[0] - left, box[1] - top, box[2] + right, box[3] + bottom)

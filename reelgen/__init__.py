@@ -32,4 +32,6 @@ except PackageNotFoundError:  # running from a source tree that was never instal
 #     matches it, not by the match's box.
 # 19: a smaller crop is also tried at the place nearest the subject where every text region is wholly inside
 #     or outside it across its moving axis.
-PIPELINE_VERSION = "19"
+# 20: a caption's backing panel is kept out of crops as its text is; a region ever seen in the same place beside
+#     the located product is a caption while the product covers it.
+PIPELINE_VERSION = "20"

@@ -19,6 +19,7 @@ import time
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
+from itertools import compress
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -234,12 +235,9 @@ def score_samples(
     by_features = scorer == "template" and locator.textured
     matched = [not (by_features and found.box is not None) for found in located]
     scored = iter(
-        score_frames(
-            infer, [s for s, m in zip(small, matched, strict=True) if m], template, key, size, scorer=scorer,
-            text=text,
-        )
-    )  # fmt: skip
-    looks = iter(frame_looks(infer, [s for s, m in zip(small, matched, strict=True) if not m], key))
+        score_frames(infer, list(compress(small, matched)), template, key, size, scorer=scorer, text=text)
+    )
+    looks = iter(frame_looks(infer, list(compress(small, [not m for m in matched])), key))
     scores = [next(scored) if m else next(looks) for m in matched]
     out = []
     for score, found, (_, picture), frame in zip(scores, located, small, frames, strict=True):

@@ -3,10 +3,11 @@ the frame looks. Needs no downloaded weights.
 
 Per request the context `image` is the product's main image (trimmed of its studio background by the client);
 a request without it asks for the frames' look alone (`match` 0, no box): a client that already knows where the
-product is from other evidence spares the correlation. For every frame the model computes the normalised cross-correlation (the same quantity as OpenCV's
-TM_CCOEFF_NORMED over three channels) of the product at a ladder of scales, keeps the best, weights it by
-prominence (bigger appearances show the product better), and adds quality priors: sharpness (variance of the
-Laplacian) and exposure. All of it is FFT correlations and integral images, batched over frames, on the device.
+product is from other evidence spares the correlation. For every frame the model computes the normalised
+cross-correlation (the same quantity as OpenCV's TM_CCOEFF_NORMED over three channels) of the product at a
+ladder of scales, keeps the best, weights it by prominence (bigger appearances show the product better), and
+adds quality priors: sharpness (variance of the Laplacian) and exposure. All of it is FFT correlations and
+integral images, batched over frames, on the device.
 
 Outputs per frame: `match` (0..1), `quality` (0..1), `box` (x0, y0, x1, y1 as fractions of the frame).
 """

@@ -209,6 +209,9 @@ class Dispatcher:
                     busy = self.tick()
                     backoff = 0.0
                 except REDIS_UNAVAILABLE as exc:
+                    # a page of lines read but not admitted would be lost with the feeds' buffers: the feeds
+                    # open again from the cursors Redis kept
+                    self._drop_feeds()
                     backoff = min(10.0, max(0.5, backoff * 2))
                     log.warning("Redis unavailable (%s); dispatching again in %.1f s", exc, backoff)
                     time.sleep(backoff)
@@ -218,6 +221,12 @@ class Dispatcher:
                     time.sleep(self.settings.dispatch_poll_s)
         finally:
             self.close()
+
+    def _drop_feeds(self) -> None:
+        """Forget every feed without touching Redis."""
+        for job_id in list(self.feeds):
+            self.feeds.pop(job_id).close()
+            self._last_flush.pop(job_id, None)
 
     def close(self) -> None:
         for job_id in list(self.feeds):

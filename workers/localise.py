@@ -15,12 +15,15 @@ ORB on frames with a 768 px long side found all 48 of tests/workers/test_localis
 partly covered placements, as SIFT on 640 px frames did, at under a third of SIFT's cost (18 against 60 ms a
 frame on 2 loaded cores, 1500 keypoints kept). A product seen smaller than the main image's keypoint pyramid
 reaches is matched by the keypoints of a small copy of the image, where the image's own find nothing. Plain,
-low-texture products have too few keypoints for that; for them the product's colours (a hue–saturation histogram
-of a studio shot's foreground, back-projected onto the frame) give a blob, trusted less, where the product has
-colours at all: a grey one is not located (the crop then follows faces or saliency instead of grey walls), nor
-one photographed to the photo's edges, whose colours are its surroundings' too (an apple's reds and olives
-boxed faces in 75 of 633 frames without it on bench/quality.py's development half). Where the features lose
-a product for a sample or two (a swing blurs it, a hand covers its print, it turns a side the main image does not
+low-texture products have too few keypoints for that, and a textured one seen small or blurred loses them; there
+the product's colours (a hue–saturation histogram of its own pixels: a studio shot's foreground, or the product
+cut cleanly out of a photo to its edges) give a blob, trusted less, where the product has colours at all and the
+blob's pixels look like the product's (LOOK_NCC): a grey one is not located (the crop then follows faces or
+saliency instead of grey walls), and colours alone are no evidence (on bench/locate.py's development half, an
+apple's colours boxed faces, brick windows and a red sign in 190 of 2585 frames that did not show it; with its
+look, in 1). A blob often holds only the product's lit side: it grows over the neighbouring pixels of a fainter
+colour match while that makes it look more like the product. Where the features lose a product for a sample
+or two (a swing blurs it, a hand covers its print, it turns a side the main image does not
 show), follow finds the product's own pixels from the neighbouring sample again, and only there: its colour,
 and the way back to where it came from, must agree. Pure: arrays in, boxes out.
 """
@@ -184,9 +187,8 @@ class ProductLocator:
         #: the product's own pixels, whose colours are evidence of it: a studio shot's foreground, or a plain
         #: product cut cleanly out of a photo to its edges (None where neither: the photo's colours are its
         #: surroundings' too); the features keep the whole photo, which a cut gone wrong cannot take from them
-        self._own: np.ndarray | None = self._mask if self._studio else None
-        if not self._studio and not self.textured:
-            self._own = cut_out(image)
+        self._own: np.ndarray | None = self._mask if self._studio else cut_out(image)
+        self._look = None if self._own is None else _look_of(image, self._own)
         hsv = cv2.cvtColor(image, cv2.COLOR_RGB2HSV)
         own = self._mask if self._own is None else self._own
         self._colourful = float(np.median(hsv[..., 1][own > 0])) >= MIN_SATURATION
@@ -233,8 +235,8 @@ class ProductLocator:
         """The product in an RGB frame of the source (any size), its box scaled to source_size (width, height)."""
         frame = _at_locate_side(frame)
         found = self._by_features(frame) if self.textured else None
-        if found is None and not self.textured and self.colourful and self._studio:
-            found = self._by_colour(frame)
+        if found is None and self.colourful and self._look is not None:
+            found = self._by_colour(frame, look=self._look)
         if found is None:
             return NOT_FOUND
         sx, sy = source_size[0] / frame.shape[1], source_size[1] / frame.shape[0]
@@ -392,8 +394,11 @@ class ProductLocator:
         found = self._by_colour(frame, scale_box(near, sx, sy))
         return None if found is None or found.box is None else scale_box(found.box, 1 / sx, 1 / sy)
 
-    def _by_colour(self, frame: np.ndarray, near: Box | None = None) -> Located | None:
-        """The largest blob of the product's colours in the frame, or the largest overlapping near."""
+    def _by_colour(
+        self, frame: np.ndarray, near: Box | None = None, look: tuple[np.ndarray, np.ndarray] | None = None
+    ) -> Located | None:
+        """The largest blob of the product's colours in the frame, or the largest overlapping near; with look
+        (the product's pixels and where they are, _look_of), only a blob that looks like them."""
         hsv = cv2.cvtColor(frame, cv2.COLOR_RGB2HSV)
         projected = cv2.calcBackProject([hsv], [0, 1], self._hist, [0, 180, 0, 256], 1)
         projected = cv2.GaussianBlur(projected, (0, 0), 2.0)
@@ -413,8 +418,72 @@ class ProductLocator:
         # a blob over most of the frame is a background of the product's colours, not the product
         if area < frame_area * 0.003 or w * h > frame_area * 0.6 or area < 0.3 * w * h:
             return None
+        box = boxes[best]
+        if look is not None:
+            box, likeness = _grown_to_look(look, frame, projected, box)
+            if likeness < LOOK_NCC:
+                return None
         confidence = 0.3 * min(1.0, area / (w * h))
-        return Located(boxes[best], confidence, "colour")
+        return Located(box, confidence, "colour")
+
+
+#: a blob of the product's colours is the product when its pixels, scaled to LOOK_SIDE a side, correlate with
+#: the product's own by at least LOOK_NCC (colour channels together, over the product's pixels): the colours
+#: of a red apple are a face's, a brick wall's and a red sign's too, but its shading is not (on bench/locate.py's
+#: development half: apple blobs that were faces, windows and signs at most 0.42, the apple's own at a median of
+#: 0.76)
+LOOK_SIDE = 32
+LOOK_NCC = 0.45
+
+
+def _look_of(image: np.ndarray, own: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The product's own pixels at LOOK_SIDE a side, and which of them are the product's."""
+    x, y, w, h = cv2.boundingRect((own > 0).astype(np.uint8))
+    side = (LOOK_SIDE, LOOK_SIDE)
+    pixels = cv2.resize(image[y : y + h, x : x + w], side, interpolation=cv2.INTER_AREA)
+    return pixels.astype(np.float32), cv2.resize(
+        own[y : y + h, x : x + w], side, interpolation=cv2.INTER_NEAREST
+    ) > 0
+
+
+def _likeness(look: tuple[np.ndarray, np.ndarray], frame: np.ndarray, box: Box) -> float:
+    """Normalised cross-correlation of the product's look with the frame's pixels in box."""
+    pixels, mask = look
+    x0, y0, x1, y1 = (round(v) for v in box)
+    region = frame[y0 : max(y0 + 1, y1), x0 : max(x0 + 1, x1)]
+    seen = cv2.resize(region, (LOOK_SIDE, LOOK_SIDE), interpolation=cv2.INTER_AREA).astype(np.float32)[mask]
+    shown = pixels[mask]
+    seen, shown = seen - seen.mean(axis=0), shown - shown.mean(axis=0)
+    norm = math.sqrt(float((seen * seen).sum()) * float((shown * shown).sum()))
+    return float((seen * shown).sum()) / norm if norm > 0 else 0.0
+
+
+#: a blob grows over the pixels whose colours the product's histogram back-projects to at least this (of 255;
+#: the blob itself is those at 96 or more)
+FAINT_MATCH = 64
+
+
+def _grown_to_look(
+    look: tuple[np.ndarray, np.ndarray], frame: np.ndarray, projected: np.ndarray, box: Box
+) -> tuple[Box, float]:
+    """The box grown over each region of fainter colour match that it touches, one at a time, where that
+    makes its pixels look more like the product's; with its likeness."""
+    likeness = _likeness(look, frame, box)
+    most = 0.6 * frame.shape[0] * frame.shape[1]
+    _, _, stats, _ = cv2.connectedComponentsWithStats((projected >= FAINT_MATCH).astype(np.uint8))
+    for x, y, w, h, _ in stats[1:]:
+        region = (float(x), float(y), float(x + w), float(y + h))
+        if iou(region, box) == 0 or w * h > most:
+            continue
+        grown = (
+            min(box[0], region[0]),
+            min(box[1], region[1]),
+            max(box[2], region[2]),
+            max(box[3], region[3]),
+        )
+        if (grown_likeness := _likeness(look, frame, grown)) > likeness:
+            box, likeness = grown, grown_likeness
+    return box, likeness
 
 
 def _at_locate_side(frame: np.ndarray) -> np.ndarray:
@@ -552,7 +621,8 @@ def follow(
     frames: Sequence[np.ndarray], found: Sequence[Located], source_size: tuple[int, int]
 ) -> list[Located]:
     """The product in every frame of a run of samples (RGB, in time order, any one size), where the locator
-    lost it next to a frame that had it: each sample without a box takes the box where the neighbouring
+    lost it next to a frame that had it: each sample without a box (or with only a blob of the product's colours,
+    next to one found otherwise) takes the box where the neighbouring
     sample's product pixels are found again (forward, then backward for what is still empty), up to
     FOLLOW_STEPS samples from a located one. Boxes stay in source pixels; a followed one has method
     "followed" and, where the sample it came from was found by features, the same part of the main image seen
@@ -567,7 +637,10 @@ def follow(
         for i in order:
             j = i - 1 if order.step == 1 else i + 1
             before = out[j]
-            if out[i].box is not None or before.box is None or steps[j] >= FOLLOW_STEPS:
+            # a blob of the product's colours often holds only its lit side: the product's own pixels followed
+            # from a sample that saw more of it are the better box
+            lost = out[i].box is None or (out[i].method == "colour" and before.method != "colour")
+            if not lost or before.box is None or steps[j] >= FOLLOW_STEPS:
                 continue
             seen = scale_box(before.box, scale, scale)
             moved = _found_again(frames[j], seen, frames[i])

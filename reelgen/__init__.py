@@ -34,4 +34,6 @@ except PackageNotFoundError:  # running from a source tree that was never instal
 #     or outside it across its moving axis.
 # 20: a caption's backing panel is kept out of crops as its text is; a region ever seen in the same place beside
 #     the located product is a caption while the product covers it.
-PIPELINE_VERSION = "20"
+# 21: a product's colours locate it wherever its own pixels are known, textured products included, when the
+#     blob looks like the product.
+PIPELINE_VERSION = "21"

@@ -129,6 +129,11 @@ def iou(a: Box, b: Box) -> float:
     return w * h / union if union > 0 else 0.0
 
 
+def box_union(a: Box, b: Box) -> Box:
+    """The smallest box holding both."""
+    return (min(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3]))
+
+
 def scale_box(box: Box, sx: float, sy: float) -> Box:
     return (box[0] * sx, box[1] * sy, box[2] * sx, box[3] * sy)
 

@@ -38,7 +38,7 @@ from typing import Protocol
 import cv2
 import numpy as np
 
-from workers.geometry import iou, scale_box
+from workers.geometry import box_union, iou, scale_box
 
 Box = tuple[float, float, float, float]
 
@@ -236,7 +236,7 @@ class ProductLocator:
         frame = _at_locate_side(frame)
         found = self._by_features(frame) if self.textured else None
         if found is None and self.colourful and self._look is not None:
-            found = self._by_colour(frame, look=self._look)
+            found = self._by_colour(frame, looked=True)
         if found is None:
             return NOT_FOUND
         sx, sy = source_size[0] / frame.shape[1], source_size[1] / frame.shape[0]
@@ -394,11 +394,9 @@ class ProductLocator:
         found = self._by_colour(frame, scale_box(near, sx, sy))
         return None if found is None or found.box is None else scale_box(found.box, 1 / sx, 1 / sy)
 
-    def _by_colour(
-        self, frame: np.ndarray, near: Box | None = None, look: tuple[np.ndarray, np.ndarray] | None = None
-    ) -> Located | None:
-        """The largest blob of the product's colours in the frame, or the largest overlapping near; with look
-        (the product's pixels and where they are, _look_of), only a blob that looks like them."""
+    def _by_colour(self, frame: np.ndarray, near: Box | None = None, looked: bool = False) -> Located | None:
+        """The largest blob of the product's colours in the frame, or the largest overlapping near; looked,
+        only a blob that looks like the product's own pixels (grown while that makes it look more like them)."""
         hsv = cv2.cvtColor(frame, cv2.COLOR_RGB2HSV)
         projected = cv2.calcBackProject([hsv], [0, 1], self._hist, [0, 180, 0, 256], 1)
         projected = cv2.GaussianBlur(projected, (0, 0), 2.0)
@@ -419,8 +417,8 @@ class ProductLocator:
         if area < frame_area * 0.003 or w * h > frame_area * 0.6 or area < 0.3 * w * h:
             return None
         box = boxes[best]
-        if look is not None:
-            box, likeness = _grown_to_look(look, frame, projected, box)
+        if looked and self._look is not None:
+            box, likeness = _grown_to_look(self._look, frame, projected, box)
             if likeness < LOOK_NCC:
                 return None
         confidence = 0.3 * min(1.0, area / (w * h))
@@ -475,12 +473,7 @@ def _grown_to_look(
         region = (float(x), float(y), float(x + w), float(y + h))
         if iou(region, box) == 0 or w * h > most:
             continue
-        grown = (
-            min(box[0], region[0]),
-            min(box[1], region[1]),
-            max(box[2], region[2]),
-            max(box[3], region[3]),
-        )
+        grown = box_union(box, region)
         if (grown_likeness := _likeness(look, frame, grown)) > likeness:
             box, likeness = grown, grown_likeness
     return box, likeness

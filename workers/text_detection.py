@@ -16,7 +16,7 @@ import numpy as np
 
 from gpu_service.priority import PriorityKey
 from workers.detection import detect_boxes
-from workers.geometry import Box, iou, scale_box
+from workers.geometry import Box, box_union, iou, scale_box
 from workers.scoring import Inference
 from workers.text_panels import with_panel
 from workers.text_regions import SAME_REGION_IOU
@@ -78,8 +78,11 @@ def detect_text(
     height, width = frames_rgb[0].shape[:2]
     size = source_size or (width, height)
     sx, sy = size[0] / width, size[1] / height
-    regions = []
+    regions: list[list[Box]] = []
     for rgb, boxes in zip(frames_rgb, found, strict=True):
+        if not boxes:
+            regions.append([])
+            continue
         grey = cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY)
         regions.append(
             [
@@ -132,12 +135,7 @@ def refine_text_times(
         for box in boxes0:
             twin = next((b for b in boxes1 if iou(box, b) >= SAME_REGION_IOU), None)
             if twin is not None:
-                union = (
-                    min(box[0], twin[0]),
-                    min(box[1], twin[1]),
-                    max(box[2], twin[2]),
-                    max(box[3], twin[3]),
-                )
+                union = box_union(box, twin)
                 for j in inside:
                     present[j].append(union)
             else:

@@ -11,7 +11,7 @@ from collections.abc import Collection, Sequence
 
 import numpy as np
 
-from workers.geometry import Box, CropLine, iou
+from workers.geometry import Box, CropLine, box_union, iou
 
 #: boxes detected at consecutive samples are the same region when they overlap this much (IoU)
 SAME_REGION_IOU = 0.5
@@ -29,14 +29,7 @@ def merge_text_boxes(boxes: Sequence[Box]) -> list[Box]:
         for k, other in enumerate(merged):
             if _joined(box, other):
                 del merged[k]
-                pending.append(
-                    (
-                        min(box[0], other[0]),
-                        min(box[1], other[1]),
-                        max(box[2], other[2]),
-                        max(box[3], other[3]),
-                    )
-                )
+                pending.append(box_union(box, other))
                 break
         else:
             merged.append(box)

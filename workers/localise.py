@@ -1,31 +1,33 @@
 """Where the product is in a frame, from its main image, without model weights: local features first, colour
-second.
+second, outline last.
 
 A seller's main image is a studio shot of the product; in the video the same product is turned, tilted, scaled,
 re-lit, partly covered and held in a hand. Normalised cross-correlation of the whole image at fixed scales
 fails on all of that, and on real footage its best position is somewhere on the background as often as not.
 Local features survive it: ORB keypoints of the product matched to the frame's (Lowe's ratio test), then a
 RANSAC homography that only a rigid, planar-ish object seen again can satisfy, give the product's outline as a
-quadrilateral and a confidence from the number of agreeing matches. That outline is the whole main image's, which
-often shows more than the product (a photo to its edges, a plain border round a whole scene): the box is the
-region where the main image, warped by the homography, agrees with the frame around the agreeing keypoints.
-Where a hand covers part of the product only the rest agrees; over a video, whole_boxes gives every such frame
-the extent that the frames seeing the product whole agree on.
-ORB on frames with a 768 px long side found all 48 of tests/workers/test_localise.py's turned, tilted, re-lit and
-partly covered placements, as SIFT on 640 px frames did, at under a third of SIFT's cost (18 against 60 ms a
-frame on 2 loaded cores, 1500 keypoints kept). A product seen smaller than the main image's keypoint pyramid
-reaches is matched by the keypoints of a small copy of the image, where the image's own find nothing. Plain,
-low-texture products have too few keypoints for that, and a textured one seen small or blurred loses them; there
-the product's colours (a hue–saturation histogram of its own pixels: a studio shot's foreground, or the product
-cut cleanly out of a photo to its edges) give a blob, trusted less, where the product has colours at all and the
-blob's pixels look like the product's (LOOK_NCC): a grey one is not located (the crop then follows faces or
-saliency instead of grey walls), and colours alone are no evidence (on bench/locate.py's development half, an
+quadrilateral and a confidence from the number of agreeing matches. That outline is the whole main image's,
+which often shows more than the product (a photo to its edges, a plain border round a whole scene): the box is
+the region where the main image, warped by the homography, agrees with the frame around the agreeing
+keypoints. Where a hand covers part of the product only the rest agrees; over a video, whole_boxes gives every
+such frame the extent that the frames seeing the product whole agree on. ORB on frames with a 768 px long side
+found all 48 of tests/workers/test_localise.py's turned, tilted, re-lit and partly covered placements, as SIFT
+on 640 px frames did, at under a third of SIFT's cost (18 against 60 ms a frame on 2 loaded cores, 1500
+keypoints kept). A product seen smaller than the main image's keypoint pyramid reaches is matched by the
+keypoints of a small copy of the image, where the image's own find nothing. Plain, low-texture products have
+too few keypoints for that, and a textured one seen small or blurred loses them; there the product's colours
+(a hue–saturation histogram of its own pixels: a studio shot's foreground, or the product cut cleanly out of a
+photo to its edges) give a blob, trusted less, where the product has colours at all and the blob's pixels look
+like the product's (LOOK_NCC), and colours alone are no evidence (on bench/locate.py's development half, an
 apple's colours boxed faces, brick windows and a red sign in 190 of 2585 frames that did not show it; with its
-look, in 1). A blob often holds only the product's lit side: it grows over the neighbouring pixels of a fainter
-colour match while that makes it look more like the product. Where the features lose a product for a sample
-or two (a swing blurs it, a hand covers its print, it turns a side the main image does not
-show), follow finds the product's own pixels from the neighbouring sample again, and only there: its colour,
-and the way back to where it came from, must agree. Pure: arrays in, boxes out.
+look, in 1). A blob often holds only the product's lit side: it grows over the neighbouring pixels of a
+fainter colour match while that makes it look more like the product. A plain grey or dark product has only its
+outline to go by: it is found where the pixels inside its silhouette stand out from those round it (a dark
+tumbler against a wall), and not in a busy scene, where they rarely do and many things stand out as much (the
+crop then follows faces or saliency). Where the features lose a product for a sample or two (a swing blurs it,
+a hand covers its print, it turns a side the main image does not show), follow finds the product's own pixels
+from the neighbouring sample again, and only there: its colour, and the way back to where it came from, must
+agree. Pure: arrays in, boxes out.
 """
 
 from __future__ import annotations
@@ -85,7 +87,7 @@ class Located:
 
     box: Box | None
     confidence: float
-    method: str  # "features", "colour" or "none"
+    method: str  # "features", "colour", "silhouette", "followed" or "none"
     quad: tuple[tuple[float, float], ...] = ()
     #: by features: the part of the main image seen again in this frame (main-image pixels at TEMPLATE_SIDE),
     #: and the homography (row-major 3×3) taking main-image pixels to the source's; whole_boxes places the
@@ -98,16 +100,38 @@ NOT_FOUND = Located(None, 0.0, "none")
 
 
 def _foreground(image: np.ndarray) -> np.ndarray:
-    """The main image's product pixels: those unlike its border's median colour (a studio background), or
-    every pixel when the border is not plain."""
-    border = np.concatenate([image[0], image[-1], image[:, 0], image[:, -1]]).astype(np.int16)
-    background = np.median(border, axis=0)
-    spread = float(np.median(np.abs(border - background).max(axis=1)))
-    if spread > 24:  # a photo to its edges: no studio background to remove
+    """The main image's product pixels: those unlike its studio background, or every pixel when the border is
+    not plain (its colours spread from their median by more than a studio backdrop's)."""
+    edge = np.zeros(image.shape[:2], bool)
+    edge[[0, -1], :] = edge[:, [0, -1]] = True
+    border = image[edge].astype(np.float32)
+    spread = float(np.median(np.abs(border - np.median(border, axis=0)).max(axis=1)))
+    if spread > BACKDROP_LEVEL:  # a photo to its edges: no studio background to remove
         return np.full(image.shape[:2], 255, np.uint8)
-    distance = np.abs(image.astype(np.int16) - background.astype(np.int16)).max(axis=2)
-    mask = (distance > 24).astype(np.uint8) * 255
+    distance = np.abs(image.astype(np.float32) - _backdrop(image, edge)).max(axis=2)
+    mask = (distance > BACKDROP_LEVEL).astype(np.uint8) * 255
     return mask if mask.mean() > 255 * 0.02 else np.full(image.shape[:2], 255, np.uint8)
+
+
+#: a pixel of a studio shot is the product's where a channel differs from the backdrop by more than this
+BACKDROP_LEVEL = 24
+
+
+def _backdrop(image: np.ndarray, edge: np.ndarray) -> np.ndarray:
+    """A studio backdrop's colour at every pixel, fitted to the border's pixels as a quadratic surface per
+    channel, then refitted on the border pixels it explains (the product may reach the border): a backdrop lit
+    from one side darkens across the frame, and against its median colour the far corners stood out as
+    product (skimage's clock photo: a third of its foreground was backdrop)."""
+    h, w = image.shape[:2]
+    ys, xs = np.mgrid[0:h, 0:w].astype(np.float32)
+    x, y = xs / w - 0.5, ys / h - 0.5
+    terms = np.stack([np.ones_like(x), x, y, x * x, x * y, y * y], axis=-1)
+    known, colours = terms[edge], image[edge].astype(np.float32)
+    explained = np.ones(len(known), bool)
+    for _ in range(2):
+        fit, *_ = np.linalg.lstsq(known[explained], colours[explained], rcond=None)
+        explained = np.abs(colours - known @ fit).max(axis=1) <= BACKDROP_LEVEL
+    return np.asarray(terms @ fit, np.float32)
 
 
 #: a photo to its edges is cut by GrabCut at this long side, from a rectangle this share of it in from every
@@ -194,6 +218,13 @@ class ProductLocator:
         self._colourful = float(np.median(hsv[..., 1][own > 0])) >= MIN_SATURATION
         hist = cv2.calcHist([hsv], [0, 1], own, [30, 32], [0, 180, 0, 256])
         self._hist = hist * (255.0 / max(float(hist.max()), 1e-6))
+        #: a plain grey product has neither keypoints nor colours to go by, only its outline (its own pixels,
+        #: 0/1, in their bounding box)
+        self._silhouette = (
+            _cropped_to(self._own)
+            if self._own is not None and not self.textured and not self._colourful
+            else None
+        )
         self._matcher = cv2.BFMatcher(cv2.NORM_HAMMING)
 
     def _small_keypoints(self, grey: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
@@ -237,6 +268,8 @@ class ProductLocator:
         found = self._by_features(frame) if self.textured else None
         if found is None and self.colourful and self._look is not None:
             found = self._by_colour(frame, looked=True)
+        if found is None and self._silhouette is not None:
+            found = _by_silhouette(self._silhouette, frame)
         if found is None:
             return NOT_FOUND
         sx, sy = source_size[0] / frame.shape[1], source_size[1] / frame.shape[0]
@@ -477,6 +510,72 @@ def _grown_to_look(
         if (grown_likeness := _likeness(look, frame, grown)) > likeness:
             box, likeness = grown, grown_likeness
     return box, likeness
+
+
+def _cropped_to(own: np.ndarray) -> np.ndarray:
+    """A product's own pixels (0/255) as 0/1, cropped to their bounding box."""
+    x, y, w, h = cv2.boundingRect((own > 0).astype(np.uint8))
+    return (own[y : y + h, x : x + w] > 0).astype(np.float32)
+
+
+#: a plain grey product is looked for in frames this long a side, at sizes where its long side is each of these
+#: shares of the frame's short side
+SILHOUETTE_SIDE = 256
+SILHOUETTE_SHARES = tuple(0.15 * 1.25**k for k in range(9))
+#: the ring round the silhouette its pixels are set against, as a share of its long side
+SILHOUETTE_RING = 0.2
+#: the product is where the pixels inside its silhouette stand out from the ring round it by this much: the
+#: squared difference of their means over the sum of their variances (Fisher's criterion; a mean difference
+#: of 1.7 pooled standard deviations). On bench/locate.py's tuning half a grey clock scored 2.75 or more in
+#: 121 of its 230 frames, in the right place in 120, and the best place in 1 of its 507 frames without it did
+SILHOUETTE_CONTRAST = 2.75
+#: grey levels' variance that flat pixels have anyway (sensor noise, compression): a flat wall in a flat ring
+#: is no outline
+SILHOUETTE_NOISE = 25.0
+
+
+def _by_silhouette(silhouette: np.ndarray, frame: np.ndarray) -> Located | None:
+    """Where a plain product's silhouette (0/1) stands out from the pixels round it in an RGB frame, at one of a
+    few sizes: a grey or dark product held against a wall differs from it in brightness, over the shape of
+    the product. Upright only: turned in the hand, a round or cylindrical product keeps its outline."""
+    scale = SILHOUETTE_SIDE / max(frame.shape[:2])
+    small = cv2.resize(frame, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA)
+    grey = cv2.cvtColor(small, cv2.COLOR_RGB2GRAY).astype(np.float32)
+    squared = grey * grey
+    height, width = grey.shape
+    best: tuple[float, Box] | None = None
+    for share in SILHOUETTE_SHARES:
+        k = share * min(height, width) / max(silhouette.shape)
+        w, h = max(4, round(silhouette.shape[1] * k)), max(4, round(silhouette.shape[0] * k))
+        ring = max(2, round(SILHOUETTE_RING * max(w, h)))
+        if w + 2 * ring >= width or h + 2 * ring >= height:
+            break
+        inside = np.zeros((h + 2 * ring, w + 2 * ring), np.float32)
+        inside[ring : ring + h, ring : ring + w] = cv2.resize(
+            silhouette, (w, h), interpolation=cv2.INTER_NEAREST
+        )
+        kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * ring + 1, 2 * ring + 1))
+        around = cv2.dilate(inside, kernel) - inside
+        mean_in, var_in = _moments(grey, squared, inside)
+        mean_around, var_around = _moments(grey, squared, around)
+        contrast = (mean_in - mean_around) ** 2 / (var_in + var_around + SILHOUETTE_NOISE)
+        _, peak, _, (x, y) = cv2.minMaxLoc(contrast)
+        if best is None or peak > best[0]:
+            best = (
+                float(peak),
+                ((x + ring) / scale, (y + ring) / scale, (x + ring + w) / scale, (y + ring + h) / scale),
+            )
+    if best is None or best[0] < SILHOUETTE_CONTRAST:
+        return None
+    peak, box = best
+    return Located(box, 0.3 * min(1.0, peak / (2 * SILHOUETTE_CONTRAST)), "silhouette")
+
+
+def _moments(grey: np.ndarray, squared: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The mean and variance of the grey levels under mask (0/1) at every place it fits in the frame."""
+    count = float(mask.sum())
+    mean = cv2.matchTemplate(grey, mask, cv2.TM_CCORR) / count
+    return mean, np.maximum(cv2.matchTemplate(squared, mask, cv2.TM_CCORR) / count - mean * mean, 0.0)
 
 
 def _at_locate_side(frame: np.ndarray) -> np.ndarray:

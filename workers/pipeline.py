@@ -217,14 +217,16 @@ def score_samples(
     """Score sampled frames (any size): where the product is (workers.localise, in this process), how well the
     frame shows it and how it looks (the inference daemon), and each frame's shot signature.
 
-    For a textured product its features are the evidence of presence: a frame where they find it scores by
-    their confidence, any other frame by a fraction of the template scorer's match, so background never
-    outscores a frame that shows the product. A plain product keeps the template scorer's match. The box is
-    the located one (followed from a neighbouring sample where the features lose it: workers.localise.follow,
-    over these frames, which are one segment's samples in time order); the template scorer's own box is used
-    only for a plain, colourful product it matches strongly (a grey one's match lands on grey walls and roads
-    as readily: it is left to faces and saliency), narrowed to the blob of the product's colours there where
-    its own pixels are known (ProductLocator.colour_near).
+    Where the locator places the product is the evidence of presence: such a frame scores by the better of its
+    confidence and the template scorer's match, and at least as much as any frame where it does not, which
+    keeps a fraction of the match; so background never outscores a frame that shows the product. A plain product's colours and outline place it less often
+    than a textured one's features, and its template match kept alone let a background scene outscore the
+    samples that showed it (bench/quality.py's development half: an apple located in all its samples, its
+    window elsewhere). The box is the located one (followed from a neighbouring sample where the features lose
+    it: workers.localise.follow, over these frames, which are one segment's samples in time order); the
+    template scorer's own box is used only for a plain, colourful product it matches strongly (a grey one's
+    match lands on grey walls and roads as readily: only its outline places it), narrowed to the blob of
+    the product's colours there where its own pixels are known (ProductLocator.colour_near).
     """
     size = (info.width, info.height)
     small = [(f.t, _at_width(f.rgb, analysis_width(info))) for f in frames]
@@ -242,10 +244,14 @@ def score_samples(
     out = []
     for score, found, (_, picture), frame in zip(scores, located, small, frames, strict=True):
         match, box = score.match, found.box
-        if scorer == "template" and locator.textured:
-            match = found.confidence if found.box is not None else UNLOCATED_WEIGHT * score.match
         if box is None and not locator.textured and locator.colourful and score.match >= SUBJECT_MATCH:
             box = score.box and (locator.colour_near(frame.rgb, size, score.box) or score.box)
+        if scorer == "template":
+            match = (
+                max(found.confidence, UNLOCATED_WEIGHT, match)
+                if found.box is not None
+                else UNLOCATED_WEIGHT * match
+            )
         signature = [round(float(v), 5) for v in shot_signature(picture)]
         seen = (found.seen, found.homography) if box is found.box else (None, ())
         out.append(SampleScore(score.t, match, score.quality, box, signature, *seen))

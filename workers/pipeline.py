@@ -217,16 +217,18 @@ def score_samples(
     """Score sampled frames (any size): where the product is (workers.localise, in this process), how well the
     frame shows it and how it looks (the inference daemon), and each frame's shot signature.
 
-    Where the locator places the product is the evidence of presence: such a frame scores by the better of its
-    confidence and the template scorer's match, and at least as much as any frame where it does not, which
-    keeps a fraction of the match; so background never outscores a frame that shows the product. A plain product's colours and outline place it less often
-    than a textured one's features, and its template match kept alone let a background scene outscore the
-    samples that showed it (bench/quality.py's development half: an apple located in all its samples, its
-    window elsewhere). The box is the located one (followed from a neighbouring sample where the features lose
-    it: workers.localise.follow, over these frames, which are one segment's samples in time order); the
-    template scorer's own box is used only for a plain, colourful product it matches strongly (a grey one's
-    match lands on grey walls and roads as readily: only its outline places it), narrowed to the blob of
-    the product's colours there where its own pixels are known (ProductLocator.colour_near).
+    Where the locator places the product is the evidence of presence; frames where it does not keep a fraction
+    of the template scorer's match (UNLOCATED_WEIGHT), so background scores below a frame where the product is
+    surely placed. A textured product's frame scores by its features' confidence (a few inliers, which chance
+    also gives, score low). A plain product's frame scores by the better of its confidence and the template
+    match, and never below any frame where it is not placed: its colours and outline place it less often than
+    features and more surely (their look and contrast checks), and its template match kept alone let a street
+    outscore the samples that showed it (bench/quality.py's development half: an apple located in all its
+    samples, its window elsewhere). The box is the located one (followed from a neighbouring sample where the
+    features lose it: workers.localise.follow, over these frames, which are one segment's samples in time
+    order); the template scorer's own box is used only for a plain, colourful product it matches strongly (a
+    grey one's match lands on grey walls and roads as readily: only its outline places it), narrowed to the
+    blob of the product's colours there where its own pixels are known (ProductLocator.colour_near).
     """
     size = (info.width, info.height)
     small = [(f.t, _at_width(f.rgb, analysis_width(info))) for f in frames]
@@ -247,11 +249,12 @@ def score_samples(
         if box is None and not locator.textured and locator.colourful and score.match >= SUBJECT_MATCH:
             box = score.box and (locator.colour_near(frame.rgb, size, score.box) or score.box)
         if scorer == "template":
-            match = (
-                max(found.confidence, UNLOCATED_WEIGHT, match)
-                if found.box is not None
-                else UNLOCATED_WEIGHT * match
-            )
+            if found.box is None:
+                match = UNLOCATED_WEIGHT * match
+            elif locator.textured:
+                match = found.confidence
+            else:
+                match = max(found.confidence, UNLOCATED_WEIGHT, match)
         signature = [round(float(v), 5) for v in shot_signature(picture)]
         seen = (found.seen, found.homography) if box is found.box else (None, ())
         out.append(SampleScore(score.t, match, score.quality, box, signature, *seen))

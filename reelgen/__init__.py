@@ -36,4 +36,6 @@ except PackageNotFoundError:  # running from a source tree that was never instal
 #     the located product is a caption while the product covers it.
 # 21: a product's colours locate it wherever its own pixels are known, textured products included, when the
 #     blob looks like the product.
-PIPELINE_VERSION = "21"
+# 22: a plain grey or dark product is located by its outline; a plain product's located samples score at least
+#     what any unlocated sample can.
+PIPELINE_VERSION = "22"

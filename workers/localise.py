@@ -219,12 +219,14 @@ class ProductLocator:
         hist = cv2.calcHist([hsv], [0, 1], own, [30, 32], [0, 180, 0, 256])
         self._hist = hist * (255.0 / max(float(hist.max()), 1e-6))
         #: a plain grey product has neither keypoints nor colours to go by, only its outline (its own pixels,
-        #: 0/1, in their bounding box)
+        #: 0/1, in their bounding box), set against a ring round it at a few sizes per frame size (the
+        #: templates, built once for each size of frame the videos have)
         self._silhouette = (
-            _cropped_to(self._own)
+            (self._own[_own_bounds(self._own)] > 0).astype(np.float32)
             if self._own is not None and not self.textured and not self._colourful
             else None
         )
+        self._rings: dict[tuple[int, int], list[_Ring]] = {}
         self._matcher = cv2.BFMatcher(cv2.NORM_HAMMING)
 
     def _small_keypoints(self, grey: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
@@ -269,7 +271,7 @@ class ProductLocator:
         if found is None and self.colourful and self._look is not None:
             found = self._by_colour(frame, looked=True)
         if found is None and self._silhouette is not None:
-            found = _by_silhouette(self._silhouette, frame)
+            found = self._by_silhouette(frame)
         if found is None:
             return NOT_FOUND
         sx, sy = source_size[0] / frame.shape[1], source_size[1] / frame.shape[0]
@@ -457,6 +459,19 @@ class ProductLocator:
         confidence = 0.3 * min(1.0, area / (w * h))
         return Located(box, confidence, "colour")
 
+    def _by_silhouette(self, frame: np.ndarray) -> Located | None:
+        """Where a plain product's silhouette stands out from the pixels round it in an RGB frame, at one of a
+        few sizes: a grey or dark product held against a wall differs from it in brightness, over the shape of
+        the product. Upright only: turned in the hand, a round or cylindrical product keeps its outline."""
+        assert self._silhouette is not None
+        scale = SILHOUETTE_SIDE / max(frame.shape[:2])
+        small = cv2.resize(frame, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA)
+        grey = cv2.cvtColor(small, cv2.COLOR_RGB2GRAY).astype(np.float32)
+        rings = self._rings.get(grey.shape[:2])
+        if rings is None:
+            rings = self._rings[grey.shape[:2]] = _rings(self._silhouette, *grey.shape[:2])
+        return _standing_out(rings, grey, scale)
+
 
 #: a blob of the product's colours is the product when its pixels, scaled to LOOK_SIDE a side, correlate with
 #: the product's own by at least LOOK_NCC (colour channels together, over the product's pixels): the colours
@@ -467,14 +482,18 @@ LOOK_SIDE = 32
 LOOK_NCC = 0.45
 
 
+def _own_bounds(own: np.ndarray) -> tuple[slice, slice]:
+    """The rows and columns of the bounding box of a product's own pixels (a 0/255 mask)."""
+    x, y, w, h = cv2.boundingRect((own > 0).astype(np.uint8))
+    return slice(y, y + h), slice(x, x + w)
+
+
 def _look_of(image: np.ndarray, own: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The product's own pixels at LOOK_SIDE a side, and which of them are the product's."""
-    x, y, w, h = cv2.boundingRect((own > 0).astype(np.uint8))
+    bounds = _own_bounds(own)
     side = (LOOK_SIDE, LOOK_SIDE)
-    pixels = cv2.resize(image[y : y + h, x : x + w], side, interpolation=cv2.INTER_AREA)
-    return pixels.astype(np.float32), cv2.resize(
-        own[y : y + h, x : x + w], side, interpolation=cv2.INTER_NEAREST
-    ) > 0
+    pixels = cv2.resize(image[bounds], side, interpolation=cv2.INTER_AREA)
+    return pixels.astype(np.float32), cv2.resize(own[bounds], side, interpolation=cv2.INTER_NEAREST) > 0
 
 
 def _likeness(look: tuple[np.ndarray, np.ndarray], frame: np.ndarray, box: Box) -> float:
@@ -512,12 +531,6 @@ def _grown_to_look(
     return box, likeness
 
 
-def _cropped_to(own: np.ndarray) -> np.ndarray:
-    """A product's own pixels (0/255) as 0/1, cropped to their bounding box."""
-    x, y, w, h = cv2.boundingRect((own > 0).astype(np.uint8))
-    return (own[y : y + h, x : x + w] > 0).astype(np.float32)
-
-
 #: a plain grey product is looked for in frames this long a side, at sizes where its long side is each of these
 #: shares of the frame's short side
 SILHOUETTE_SIDE = 256
@@ -534,37 +547,46 @@ SILHOUETTE_CONTRAST = 2.75
 SILHOUETTE_NOISE = 25.0
 
 
-def _by_silhouette(silhouette: np.ndarray, frame: np.ndarray) -> Located | None:
-    """Where a plain product's silhouette (0/1) stands out from the pixels round it in an RGB frame, at one of a
-    few sizes: a grey or dark product held against a wall differs from it in brightness, over the shape of
-    the product. Upright only: turned in the hand, a round or cylindrical product keeps its outline."""
-    scale = SILHOUETTE_SIDE / max(frame.shape[:2])
-    small = cv2.resize(frame, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA)
-    grey = cv2.cvtColor(small, cv2.COLOR_RGB2GRAY).astype(np.float32)
-    squared = grey * grey
-    height, width = grey.shape
-    best: tuple[float, Box] | None = None
+@dataclass(frozen=True)
+class _Ring:
+    """The silhouette at one size (inside, 0/1) and the ring round it (around, 0/1), in templates padded by
+    pad on every side."""
+
+    inside: np.ndarray
+    around: np.ndarray
+    pad: int
+
+
+def _rings(silhouette: np.ndarray, height: int, width: int) -> list[_Ring]:
+    """The silhouette (0/1) and its ring at each of SILHOUETTE_SHARES that fits a height×width frame."""
+    out = []
     for share in SILHOUETTE_SHARES:
         k = share * min(height, width) / max(silhouette.shape)
         w, h = max(4, round(silhouette.shape[1] * k)), max(4, round(silhouette.shape[0] * k))
-        ring = max(2, round(SILHOUETTE_RING * max(w, h)))
-        if w + 2 * ring >= width or h + 2 * ring >= height:
+        pad = max(2, round(SILHOUETTE_RING * max(w, h)))
+        if w + 2 * pad >= width or h + 2 * pad >= height:
             break
-        inside = np.zeros((h + 2 * ring, w + 2 * ring), np.float32)
-        inside[ring : ring + h, ring : ring + w] = cv2.resize(
-            silhouette, (w, h), interpolation=cv2.INTER_NEAREST
-        )
-        kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * ring + 1, 2 * ring + 1))
-        around = cv2.dilate(inside, kernel) - inside
-        mean_in, var_in = _moments(grey, squared, inside)
-        mean_around, var_around = _moments(grey, squared, around)
+        inside = np.zeros((h + 2 * pad, w + 2 * pad), np.float32)
+        inside[pad : pad + h, pad : pad + w] = cv2.resize(silhouette, (w, h), interpolation=cv2.INTER_NEAREST)
+        kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * pad + 1, 2 * pad + 1))
+        out.append(_Ring(inside, cv2.dilate(inside, kernel) - inside, pad))
+    return out
+
+
+def _standing_out(rings: Sequence[_Ring], grey: np.ndarray, scale: float) -> Located | None:
+    """The place and size where the inside of a ring stands out most from the ring in a grey frame (float32,
+    the frame scaled by scale), its box in the frame's pixels; None below SILHOUETTE_CONTRAST."""
+    squared = grey * grey
+    best: tuple[float, Box] | None = None
+    for ring in rings:
+        mean_in, var_in = _moments(grey, squared, ring.inside)
+        mean_around, var_around = _moments(grey, squared, ring.around)
         contrast = (mean_in - mean_around) ** 2 / (var_in + var_around + SILHOUETTE_NOISE)
         _, peak, _, (x, y) = cv2.minMaxLoc(contrast)
         if best is None or peak > best[0]:
-            best = (
-                float(peak),
-                ((x + ring) / scale, (y + ring) / scale, (x + ring + w) / scale, (y + ring + h) / scale),
-            )
+            h, w = (n - 2 * ring.pad for n in ring.inside.shape)
+            x0, y0 = x + ring.pad, y + ring.pad
+            best = (float(peak), (x0 / scale, y0 / scale, (x0 + w) / scale, (y0 + h) / scale))
     if best is None or best[0] < SILHOUETTE_CONTRAST:
         return None
     peak, box = best

@@ -46,6 +46,7 @@ BUILTIN_MODULES = (
     "gpu_service.models.saliency",
     "gpu_service.models.template_match",
     "gpu_service.models.text_detect",
+    "gpu_service.models.text_read",
 )
 
 

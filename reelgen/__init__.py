@@ -38,4 +38,6 @@ except PackageNotFoundError:  # running from a source tree that was never instal
 #     blob looks like the product.
 # 22: a plain grey or dark product is located by its outline; a plain product's located samples score at least
 #     what any unlocated sample can.
-PIPELINE_VERSION = "22"
+# 23: a clip letterboxed for text is cropped past the detected regions that do not read as text (a face's eyes
+#     and teeth), read by PP-OCRv4's recogniser.
+PIPELINE_VERSION = "23"

@@ -40,7 +40,7 @@ class DaemonSettings(BaseModel):
         description="pad batches up to a bucket; None: on CUDA only, where compiled graphs per bucket pay for "
         "the padding (on the CPU padded rows are pure extra work)",
     )
-    models: tuple[str, ...] = ("template_match", "text_detect", "saliency", "faces")
+    models: tuple[str, ...] = ("template_match", "text_detect", "text_read", "saliency", "faces")
     model_modules: tuple[str, ...] = Field(
         default=(), description="extra modules imported before loading, so their @register calls run"
     )

@@ -64,6 +64,8 @@ class ClipRecord:
     height: int
     padded: bool
     padded_reason: str | None
+    #: cropped past detected regions that do not read as text (unread_text_boxes) instead of letterboxed
+    past_unread_text: bool
     fps: str
     frames: int
     crops: list[dict[str, float | int]]
@@ -84,6 +86,9 @@ class ItemManifest:
     window: WindowRecord
     #: text regions on screen during the window (source pixels, merged)
     text_boxes: list[list[float]]
+    #: those of text_boxes' regions that no sample reads as text, where they were read (a clip letterboxed for
+    #: text otherwise): a face's eyes or teeth, stripes; a crop may pass through them only to avoid a letterbox
+    unread_text_boxes: list[list[float]]
     #: the picture inside the source's black bars, which every crop stays in (source pixels x0, y0, x1, y1);
     #: None when the whole frame is picture
     picture: list[float] | None

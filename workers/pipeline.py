@@ -36,7 +36,7 @@ from reelgen.settings import OutputConfig, Settings
 from storage.addresses import shown
 from storage.manifest import ClipRecord, ItemManifest, WindowRecord, clip_key, manifest_key, write_manifest
 from storage.store import ObjectStore, left_by_dead_process, process_tag
-from workers.framing import plan_framing
+from workers.framing import PAD_NO_TEXT_SAFE_CROP, PAD_TEXT_AND_SUBJECT, FramingPlan, plan_framing
 from workers.geometry import CropPath, CropRect, aspect_size
 from workers.localise import LOCATE_SIDE, Box, ProductLocator, follow, whole_boxes
 from workers.picture_area import picture_area
@@ -55,6 +55,7 @@ from workers.scoring import (
 from workers.segments import Segment, plan_segments
 from workers.subject import find_subjects
 from workers.text_detection import detect_text, refine_text_times, text_sample_times
+from workers.text_reading import read_regions
 from workers.text_regions import merge_text_boxes
 from workers.video import Frame, MediaLimits, VideoInfo, VideoSource
 from workers.windows import Window, best_window, detect_cuts
@@ -91,6 +92,11 @@ class Analysis:
     text_boxes: list[tuple[float, float, float, float]] = field(default_factory=list)
     #: the picture inside the source's black bars (workers.picture_area), None when there are none
     picture: tuple[float, float, float, float] | None = None
+    #: detected regions that no sample reads as text (workers.text_reading), merged; read only where a clip
+    #: would be letterboxed for text
+    unread_text_boxes: list[tuple[float, float, float, float]] = field(default_factory=list)
+    #: aspect labels whose crops were planned past the unread regions instead of letterboxing the clip
+    past_unread_text: list[str] = field(default_factory=list)
 
     def crop_path(self, aspect: str) -> CropPath:
         keys = self.crop_keys[aspect]
@@ -395,7 +401,8 @@ def frame_window(
     faces and saliency on the same samples; text appearance times are refined on a dense quarter-size decode.
     The subject is the located product wherever the window shows it; in a window without it, the faces, else
     the most salient blob (workers.subject). Crops stay inside the picture when the source has black bars
-    (workers.picture_area).
+    (workers.picture_area). Where text would letterbox a clip, the daemon reads the detected regions, and the
+    clip is cropped past those that do not read as text when that is enough (workers.text_reading).
     """
     window = analysis.window
     size = (info.width, info.height)
@@ -417,19 +424,53 @@ def frame_window(
             source_size=size, picture=picture,
         )  # fmt: skip
         subject, stand_ins = list(zip([f.t for f in frames], found, strict=True)), [f.t for f in frames]
-    plans = plan_framing(
-        window.start_s, window.end_s, info.width, info.height, config.aspect_pairs, subject, text,
-        analysis.cuts, max_side=config.max_output_side, stand_ins=stand_ins, picture=picture,
-    )  # fmt: skip
+
+    def planned(
+        aspects: Sequence[tuple[int, int]], text: Sequence[tuple[float, Sequence[Box]]]
+    ) -> dict[str, FramingPlan]:
+        return plan_framing(
+            window.start_s, window.end_s, info.width, info.height, aspects, subject, text, analysis.cuts,
+            max_side=config.max_output_side, stand_ins=stand_ins, picture=picture,
+        )  # fmt: skip
+
+    plans = planned(config.aspect_pairs, text)
+    # every plan carries the same merged text regions of the window
+    text_boxes = [tuple(round(v, 1) for v in b) for b in next(iter(plans.values())).text_boxes]
+    # a clip letterboxed for text is planned again without the regions that do not read as text (a face's eyes
+    # and teeth the detector took for text): cropped past them when that is all that stood in the way
+    for_text = [
+        pair
+        for pair in config.aspect_pairs
+        if plans[label_of(pair, info, config)].padded_reason in TEXT_REASONS
+    ]
+    unread: list[Box] = []
+    past: list[str] = []
+    if for_text:
+        reading = read_regions(infer, [f.rgb for f in frames], boxes, key, size)
+        unread = merge_text_boxes(list(reading.unread))
+        if unread:
+            for label, again in planned(for_text, reading.text_only(text)).items():
+                if not again.padded:
+                    plans[label] = again
+                    past.append(label)
     return replace(
         analysis,
         crop_keys={label: plan.key_tuples() for label, plan in plans.items()},
         padded={label: plan.padded for label, plan in plans.items()},
         padded_reason={label: plan.padded_reason for label, plan in plans.items() if plan.padded_reason},
-        # every plan carries the same merged text regions of the window
-        text_boxes=[tuple(round(v, 1) for v in b) for b in next(iter(plans.values())).text_boxes],  # type: ignore[misc]
+        text_boxes=text_boxes,  # type: ignore[arg-type]
         picture=picture,
+        unread_text_boxes=[tuple(round(v, 1) for v in b) for b in unread],  # type: ignore[misc]
+        past_unread_text=past,
     )
+
+
+#: letterbox reasons that text gives: a region that does not read as text cannot justify them
+TEXT_REASONS = (PAD_TEXT_AND_SUBJECT, PAD_NO_TEXT_SAFE_CROP)
+
+
+def label_of(pair: tuple[int, int], info: VideoInfo, config: OutputConfig) -> str:
+    return aspect_size(pair, info.width, info.height, config.max_output_side).label
 
 
 def manifest_uri(uri: str) -> str:
@@ -507,6 +548,7 @@ def render_and_publish(
                     height=spec.height,
                     padded=spec.padded,
                     padded_reason=analysis.padded_reason.get(spec.aspect),
+                    past_unread_text=spec.aspect in analysis.past_unread_text,
                     fps=str(rendered.rate),
                     frames=spec.frames,
                     crops=[rect.as_dict(t) for t, rect in spec.crops],
@@ -523,7 +565,8 @@ def render_and_publish(
             window=WindowRecord(window.start_s, window.end_s, window.score, window.truncated),
             text_boxes=[list(b) for b in analysis.text_boxes],
             picture=None if analysis.picture is None else list(analysis.picture),
-            text_detection="rapidocr PP-OCRv4 det",
+            unread_text_boxes=[list(b) for b in analysis.unread_text_boxes],
+            text_detection="rapidocr PP-OCRv4 det; rec where text would letterbox a clip",
             curve=analysis.curve,
             cuts=analysis.cuts,
             subject_boxes=analysis.subject_boxes,

@@ -2,8 +2,9 @@
 (copied into data/, see its NOTICE), run by onnxruntime on the daemon's device, with DB post-processing
 (db_postprocess.py). Needs no download.
 
-Only detection runs (where text is, not what it says): the crop planner needs regions to keep whole, and
-recognition would cost about twice as much again (~0.87 s against ~0.33 s per 720p frame on 2 cores).
+Detection runs on every text sample (where text is, not what it says): the crop planner needs regions to keep
+whole, and recognition of every region would cost about twice as much again (~0.87 s against ~0.33 s per 720p
+frame on 2 cores); the recogniser (text_read.py) reads regions only where text would letterbox a clip.
 Frames are downscaled so their long side is at most `MAX_SIDE` (never upscaled: rapidocr's own default scales
 the SHORT side up to 736, which quadruples the cost of a 640×360 frame for no gain on caption-sized text).
 
@@ -14,8 +15,7 @@ Outputs per frame: `boxes` (MAX_BOXES × 4: x0, y0, x1, y1 in the frame's pixels
 from __future__ import annotations
 
 import logging
-import threading
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import cv2
@@ -24,9 +24,8 @@ import torch
 from torch import Tensor
 
 from gpu_service.models.db_postprocess import DBPostProcess
-from gpu_service.registry import ArrayShape, InferenceModel, Span, register
-from reelgen.digests import file_digest
-from reelgen.errors import ConfigError
+from gpu_service.models.onnx_model import CPU, OnnxModel, builtin_path, onnx_session
+from gpu_service.registry import InferenceModel, Span, register
 
 log = logging.getLogger(__name__)
 
@@ -43,10 +42,7 @@ Box = tuple[float, float, float, float]
 
 
 def builtin_model_path() -> Path:
-    path = Path(__file__).parent / "data" / "ch_PP-OCRv4_det_infer.onnx"
-    if not path.is_file():  # pragma: no cover - exercised only on a broken install
-        raise ConfigError(f"{path} is missing: the package was installed without its data files")
-    return path
+    return builtin_path("ch_PP-OCRv4_det_infer.onnx")
 
 
 def _input_size(width: int, height: int, max_side: int) -> tuple[int, int]:
@@ -72,27 +68,14 @@ class TextDetector:
         model_path: Path | None = None,
         threads: int = 1,
         max_side: int = MAX_SIDE,
-        providers: Sequence[str] = ("CPUExecutionProvider",),
+        providers: Sequence[str] = CPU,
     ) -> None:
-        import onnxruntime as ort
-
         self.max_side = max_side
         self.model_path = model_path or builtin_model_path()
         # On CPU a batch is no faster per frame than single frames (measured: 97 vs 111 ms at 640×360, one
         # thread) and holds more memory; on an accelerator batching is what amortises the launches.
-        self.max_batch = 1 if list(providers) == ["CPUExecutionProvider"] else 8
-        options = ort.SessionOptions()
-        # one CPU budget: the daemon's thread count, so text detection and scoring share its cores
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        # idle intra-op threads sleep instead of spinning: the daemon's cores are shared with decoders and
-        # encoders, which a spinning thread would slow for nothing
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        options.log_severity_level = 3
-        try:
-            self.session = ort.InferenceSession(str(self.model_path), options, providers=list(providers))
-        except Exception as exc:  # onnxruntime raises its own untyped errors for unreadable models
-            raise ConfigError(f"text detector {self.model_path} does not load: {exc}") from exc
+        self.max_batch = 1 if tuple(providers) == CPU else 8
+        self.session = onnx_session(self.model_path, "text detector", threads=threads, providers=providers)
         self.input_name = self.session.get_inputs()[0].name
         self._post = DBPostProcess(
             thresh=PIXEL_THRESHOLD,
@@ -132,52 +115,21 @@ def _bounds(quad: np.ndarray, width: int, height: int) -> Box:
     return (x0, y0, x1, y1)
 
 
-class TextDetect(InferenceModel):
+class TextDetect(OnnxModel[TextDetector]):
     """The daemon's text detector: frames in (any size; one size per batch), boxes out."""
 
     warmup_frame_shape = (416, 736, 3)
     weights_hint = "a PP-OCR text detection model in ONNX format (.onnx)"
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.model_path: Path | None = None
-        self._detector: TextDetector | None = None
-        self._lock = threading.Lock()
-
-    def load_weights(self, path: Path) -> str:
-        if not path.is_file() or path.suffix != ".onnx":
-            raise ConfigError(f"weights not found at {path}; expected {self.weights_hint}")
-        TextDetector(model_path=path)  # fail at load, not at the first request
-        self.model_path = path
-        return file_digest(path)
-
-    def group_key(self, frames_shape: tuple[int, ...], context: Mapping[str, ArrayShape]) -> Hashable:
-        # rows of one batch must share a size; frames of one video do
-        return tuple(frames_shape[1:])
-
-    def preprocess(self, frames: Tensor) -> Tensor:
-        return frames
-
-    def _session_for(self, device_type: str) -> TextDetector:
-        with self._lock:
-            if self._detector is None:
-                import onnxruntime as ort
-
-                cuda = device_type == "cuda" and "CUDAExecutionProvider" in ort.get_available_providers()
-                providers = (
-                    ("CUDAExecutionProvider", "CPUExecutionProvider") if cuda else ("CPUExecutionProvider",)
-                )
-                self._detector = TextDetector(
-                    model_path=self.model_path, threads=torch.get_num_threads(), providers=providers
-                )
-            return self._detector
+    def build(self, model_path: Path | None, threads: int, providers: Sequence[str]) -> TextDetector:
+        return TextDetector(model_path=model_path, threads=threads, providers=providers)
 
     def forward(self, batch: Tensor, spans: Sequence[Span]) -> dict[str, Tensor]:
         real = spans[-1].stop if spans else 0
         boxes = torch.zeros((batch.shape[0], MAX_BOXES, 4), dtype=torch.float32)
         counts = torch.zeros(batch.shape[0], dtype=torch.float32)
         if real:
-            detector = self._session_for(batch.device.type)
+            detector = self.runner_for(batch.device.type)
             # padding rows (CUDA buckets) are skipped: onnxruntime runs its own kernels, not a captured graph
             found = detector(batch[:real].cpu().numpy())
             for row, regions in enumerate(found):

@@ -1,9 +1,11 @@
-"""PP-OCRv4 text detection (the daemon's text_detect model), and the dense refinement of when text is on screen."""
+"""PP-OCRv4 text detection (the daemon's text_detect model; its weights file, and the text_read model's), and the
+dense refinement of when text is on screen."""
 
 from __future__ import annotations
 
 import itertools
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import cv2
@@ -12,6 +14,7 @@ import pytest
 
 from gpu_service import registry
 from gpu_service.local import LocalInference
+from gpu_service.models import text_read
 from gpu_service.models.text_detect import builtin_model_path
 from gpu_service.scheduler import PriorityKey
 from reelgen.digests import file_digest
@@ -76,16 +79,21 @@ def test_a_batch_finds_what_single_frames_do_and_boxes_scale_back_to_source(mode
         assert max(abs(a - b) for a, b in zip(s, d, strict=True)) < 10
 
 
-def test_weights_are_an_onnx_file_from_a_configured_path(tmp_path: Path) -> None:
-    copy = tmp_path / "det.onnx"
-    shutil.copyfile(builtin_model_path(), copy)
-    loaded = registry.create("text_detect", LocalInference().device, f"file://{copy}")
+@pytest.mark.parametrize(
+    ("name", "builtin"), [("text_detect", builtin_model_path), ("text_read", text_read.builtin_model_path)]
+)
+def test_weights_are_an_onnx_file_from_a_configured_path(
+    tmp_path: Path, name: str, builtin: Callable[[], Path]
+) -> None:
+    copy = tmp_path / "model.onnx"
+    shutil.copyfile(builtin(), copy)
+    loaded = registry.create(name, LocalInference().device, f"file://{copy}")
     assert loaded.digest == file_digest(copy)
     (tmp_path / "bad.onnx").write_bytes(b"not a model")
     with pytest.raises(ConfigError, match="does not load"):
-        registry.create("text_detect", LocalInference().device, str(tmp_path / "bad.onnx"))
+        registry.create(name, LocalInference().device, str(tmp_path / "bad.onnx"))
     with pytest.raises(ConfigError, match="ONNX"):
-        registry.create("text_detect", LocalInference().device, str(tmp_path))
+        registry.create(name, LocalInference().device, str(tmp_path))
 
 
 def test_sample_times_cover_the_window_edges() -> None:

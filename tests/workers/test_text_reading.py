@@ -1,0 +1,144 @@
+"""Reading detected text (the daemon's text_read model, workers.text_reading) on real footage: the detector takes
+a face's eyes and teeth for text, the recogniser does not read them, and a clip letterboxed only for them is
+cropped past them, while a caption in the same place still letterboxes it."""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager, nullcontext
+from fractions import Fraction
+from pathlib import Path
+
+import av
+import cv2
+import numpy as np
+import pytest
+
+from gpu_service.local import LocalInference
+from gpu_service.models.text_read import STRIP_HEIGHT
+from gpu_service.priority import PriorityKey
+from reelgen.catalog_entry import CatalogEntry
+from reelgen.settings import load_settings
+from tests.real_media import feat_pexels_portrait
+from workers.framing import PAD_TEXT_AND_SUBJECT
+from workers.geometry import iou
+from workers.pipeline import Analysis, Decoding, frame_window
+from workers.text_detection import detect_text
+from workers.text_reading import STRIP_STEP, read_regions, strip
+from workers.video import VideoSource
+from workers.windows import Window
+
+KEY = PriorityKey(0.0, 0.0)
+SIDE = 720
+#: the portrait clip's woman, her face filling a square frame as a square video "covering" it shows her
+CUT = slice(140, 500)
+#: a caption drawn on the wall beside her
+CAPTION = (20, 150, 330, 240)
+
+
+@pytest.fixture(scope="module")
+def model() -> LocalInference:
+    return LocalInference()
+
+
+def _portrait(start_s: float, end_s: float, caption: bool = False) -> list[np.ndarray]:
+    """RGB frames of the real portrait clip from start_s to end_s, cut square and scaled to SIDE."""
+    path = feat_pexels_portrait()
+    assert path is not None, "python -m tests.fetch_real_media"
+    capture = cv2.VideoCapture(str(path))
+    capture.set(cv2.CAP_PROP_POS_MSEC, start_s * 1000)
+    frames = []
+    while capture.get(cv2.CAP_PROP_POS_MSEC) < end_s * 1000:
+        ok, bgr = capture.read()
+        if not ok:
+            break
+        rgb = cv2.cvtColor(
+            cv2.resize(bgr[:, CUT], (SIDE, SIDE), interpolation=cv2.INTER_CUBIC), cv2.COLOR_BGR2RGB
+        )
+        if caption:
+            x0, y0, x1, y1 = CAPTION
+            cv2.rectangle(rgb, (x0, y0), (x1, y1), (255, 255, 255), -1)
+            cv2.putText(
+                rgb,
+                "SALE 50%",
+                (x0 + 14, y1 - 28),
+                cv2.FONT_HERSHEY_DUPLEX,
+                1.6,
+                (20, 20, 20),
+                3,
+                cv2.LINE_AA,
+            )
+        frames.append(rgb)
+    capture.release()
+    return frames
+
+
+def test_a_faces_eyes_and_teeth_taken_for_text_do_not_read_and_a_caption_does(model: LocalInference) -> None:
+    times = (10.0, 11.0, 12.0, 13.0, 14.0)
+    face = [_portrait(t, t + 0.05)[0] for t in times]
+    captioned = [_portrait(t, t + 0.05, caption=True)[0] for t in times]
+    face_boxes, caption_boxes = detect_text(model, face, KEY), detect_text(model, captioned, KEY)
+    on_face = [b for boxes in face_boxes for b in boxes]
+    captions = [b for boxes in caption_boxes for b in boxes if iou(b, CAPTION) > 0.5]
+    # the detector does fire on her face (the reason for reading), and finds the caption at every sample
+    assert len(on_face) >= 5 and len(captions) == len(times)
+    assert not any(read_regions(model, face, face_boxes, KEY, (SIDE, SIDE)).is_text(b) for b in on_face)
+    assert all(read_regions(model, captioned, caption_boxes, KEY, (SIDE, SIDE)).is_text(b) for b in captions)
+
+
+def test_a_strip_is_the_recognisers_height_and_a_whole_number_of_steps_wide() -> None:
+    shaped = strip(np.full((40, 200, 3), 255, np.uint8))
+    # scaled to 48 × 240, on zeros up to the recogniser's own width
+    assert (
+        shaped.shape == (STRIP_HEIGHT, 320, 3) and shaped[:, :240].min() == 255 and shaped[:, 240:].max() == 0
+    )
+    long = strip(np.full((20, 900, 3), 255, np.uint8))
+    assert long.shape[1] % STRIP_STEP == 0 and long[:, : 48 * 900 // 20].min() == 255
+
+
+def _video(path: Path, frames: list[np.ndarray], fps: int = 24) -> Path:
+    with av.open(str(path), "w", format="mp4") as container:
+        stream = container.add_stream("libx264", rate=fps)
+        stream.width, stream.height, stream.pix_fmt = SIDE, SIDE, "yuv420p"
+        stream.time_base = Fraction(1, fps)
+        for k, rgb in enumerate(frames):
+            frame = av.VideoFrame.from_ndarray(rgb, format="rgb24")
+            frame.pts = k
+            container.mux(stream.encode(frame))
+        container.mux(stream.encode(None))
+    return path
+
+
+class _Local:
+    def local_path(self, uri: str) -> AbstractContextManager[Path]:
+        return nullcontext(Path(uri))
+
+
+#: a product beside her face, too tall for a 16:9 crop to hold it whole and pass her eye or the caption
+PRODUCT = (350.0, 230.0, 660.0, 600.0)
+
+
+def _framed(model: LocalInference, video: Path) -> Analysis:
+    settings = load_settings()
+    config = settings.output_config()
+    with VideoSource(video) as source:
+        info = source.info
+    entry = CatalogEntry(item_id="portrait", video=str(video), image="", title="", description="")
+    located = Analysis(Window(0.6, 5.6, 1.0), [], [], [(0.1 + k / 2, *PRODUCT) for k in range(12)])
+    return frame_window(entry, info, located, _Local(), model, KEY, config, Decoding.from_settings(settings))
+
+
+def test_a_clip_letterboxed_only_for_a_face_taken_for_text_is_cropped_past_it(
+    model: LocalInference, tmp_path: Path
+) -> None:
+    framed = _framed(model, _video(tmp_path / "face.mp4", _portrait(9.0, 15.0)))
+    # her eye and teeth are text regions of the window, not read as text; the 16:9 crop passes them
+    assert framed.unread_text_boxes and all(
+        any(iou(u, b) > 0.5 for b in framed.text_boxes) for u in framed.unread_text_boxes
+    )
+    assert framed.past_unread_text == ["16:9"]
+    assert not framed.padded["16:9"] and "16:9" not in framed.padded_reason
+
+    # a caption on the wall beside her reads as text: with it the 16:9 clip stays letterboxed
+    captioned = _framed(model, _video(tmp_path / "caption.mp4", _portrait(9.0, 15.0, caption=True)))
+    assert captioned.padded["16:9"] and captioned.padded_reason["16:9"] == PAD_TEXT_AND_SUBJECT
+    assert "16:9" not in captioned.past_unread_text

@@ -1,0 +1,129 @@
+"""Whether detected text reads as text: the daemon's recogniser (gpu_service.models.text_read) over each region
+the detector found at the text samples.
+
+The detector also fires on eyes, teeth, spokes and stripes (bench/quality.py's development half: 81 such
+regions beside 85 captions). Read by PP-OCRv4's recogniser at up to READ_SAMPLES of the samples that show it,
+every caption scored at least 0.9 and all but 4 of those regions under READ_SCORE (rapidocr's own threshold for
+keeping a detected line); the 4 read as one glyph. A region no sample reads is not text to OCR: the crop planner
+may pass through it where heeding it would letterbox the clip (workers.pipeline), never otherwise.
+
+A region is read as a whole: a caption fading in or out, unreadable at one sample, reads at another, and every
+box of the region counts as read.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+
+from gpu_service.models.text_read import STRIP_HEIGHT
+from gpu_service.priority import PriorityKey
+from workers.geometry import Box, iou, scale_box
+from workers.scoring import Inference
+from workers.text_regions import SAME_REGION_IOU
+
+#: the daemon's text recognition model
+READ_MODEL = "text_read"
+#: a region reads as text where some sample's strip scores at least this (rapidocr's text_score)
+READ_SCORE = 0.5
+#: samples of a region read: its first, middle and last
+READ_SAMPLES = 3
+#: strips are padded to a multiple of this width (one recogniser batch per width), between the recogniser's
+#: own width and the longest line read unsqueezed (longer ones are squeezed into it)
+STRIP_STEP = 160
+STRIP_WIDTHS = (320, 1600)
+#: a region this many times taller than wide is read turned both ways too (vertical text, or a line turned
+#: with the footage), as rapidocr turns such crops
+TALL = 1.5
+
+
+@dataclass(frozen=True)
+class Reading:
+    """Which of a window's detected regions read as text (boxes in source pixels, as detected)."""
+
+    read: tuple[Box, ...]
+    unread: tuple[Box, ...]
+
+    def is_text(self, box: Box) -> bool:
+        """Whether a region box (a detection, or one the planner's text track derived from detections) is text:
+        unless it is a region no sample read, it is."""
+        return not any(iou(box, u) >= SAME_REGION_IOU for u in self.unread) or any(
+            iou(box, r) >= SAME_REGION_IOU for r in self.read
+        )
+
+    def text_only(self, text: Sequence[tuple[float, Sequence[Box]]]) -> list[tuple[float, list[Box]]]:
+        """The text track without the regions no sample read."""
+        return [(t, [b for b in boxes if self.is_text(b)]) for t, boxes in text]
+
+
+def _regions(boxes: Sequence[Sequence[Box]]) -> list[list[tuple[int, Box]]]:
+    """The detections grouped into regions over the samples: (sample index, box), a box joining the region
+    whose latest box it overlaps by SAME_REGION_IOU."""
+    regions: list[list[tuple[int, Box]]] = []
+    for k, frame_boxes in enumerate(boxes):
+        for box in frame_boxes:
+            region = next((r for r in regions if iou(r[-1][1], box) >= SAME_REGION_IOU), None)
+            if region is None:
+                regions.append([(k, box)])
+            else:
+                region.append((k, box))
+    return regions
+
+
+def strip(crop: np.ndarray) -> np.ndarray:
+    """A line cut out of a frame as the recogniser reads it: STRIP_HEIGHT tall, left-aligned on zeros up to a
+    multiple of STRIP_STEP wide."""
+    height, width = crop.shape[:2]
+    wide = max(1, min(STRIP_WIDTHS[1], math.ceil(STRIP_HEIGHT * width / height)))
+    padded = min(STRIP_WIDTHS[1], max(STRIP_WIDTHS[0], -(-wide // STRIP_STEP) * STRIP_STEP))
+    out = np.zeros((STRIP_HEIGHT, padded, 3), np.uint8)
+    out[:, :wide] = cv2.resize(crop, (wide, STRIP_HEIGHT), interpolation=cv2.INTER_LINEAR)
+    return out
+
+
+def _views(crop: np.ndarray) -> list[np.ndarray]:
+    if crop.shape[0] >= TALL * crop.shape[1]:
+        return [crop, np.rot90(crop).copy(), np.rot90(crop, -1).copy()]
+    return [crop]
+
+
+def read_regions(
+    infer: Inference,
+    frames_rgb: Sequence[np.ndarray],
+    boxes: Sequence[Sequence[Box]],
+    key: PriorityKey,
+    source_size: tuple[int, int],
+) -> Reading:
+    """Which regions detected at the samples read as text: frames_rgb are the samples (one size), boxes their
+    detections in source pixels (width, height)."""
+    regions = _regions(boxes)
+    if not regions:
+        return Reading((), ())
+    height, width = frames_rgb[0].shape[:2]
+    sx, sy = width / source_size[0], height / source_size[1]
+    # (region, strip) per view read, by strip width
+    by_width: dict[int, list[tuple[int, np.ndarray]]] = {}
+    for r, region in enumerate(regions):
+        picks = sorted({0, len(region) // 2, len(region) - 1})[:READ_SAMPLES]
+        for k, box in (region[p] for p in picks):
+            x0, y0, x1, y1 = scale_box(box, sx, sy)
+            x0, y0 = max(0, int(x0)), max(0, int(y0))
+            x1, y1 = min(width, math.ceil(x1)), min(height, math.ceil(y1))
+            if x1 - x0 < 2 or y1 - y0 < 2:
+                continue
+            for view in _views(frames_rgb[k][y0:y1, x0:x1]):
+                line = strip(view)
+                by_width.setdefault(line.shape[1], []).append((r, line))
+    read = [False] * len(regions)
+    for strips in by_width.values():
+        out = infer.infer(READ_MODEL, np.stack([s for _, s in strips]), key)
+        for (r, _), score, chars in zip(strips, out["score"], out["chars"], strict=True):
+            read[r] |= bool(chars >= 1 and score >= READ_SCORE)
+    return Reading(
+        tuple(b for region, ok in zip(regions, read, strict=True) if ok for _, b in region),
+        tuple(b for region, ok in zip(regions, read, strict=True) if not ok for _, b in region),
+    )

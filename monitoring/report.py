@@ -237,6 +237,8 @@ def _clips_html(item_id: str, outputs: Sequence[Mapping[str, Any]], dest: Path, 
         width, height = int(output.get("width") or 0), int(output.get("height") or 0)
         reason = _text(output.get("padded_reason") or "reason not recorded")
         padded = f" <span class='padded'>letterboxed: {reason}</span>" if output.get("padded") else ""
+        if output.get("past_unread_text"):
+            padded = " <span class='padded'>cropped past detected text that does not read</span>"
         caption = f"<figcaption>{_text(aspect)} {width}×{height}{padded}</figcaption>"
         if clip is None:
             figures.append(f"<figure><p>clip not available locally</p>{caption}</figure>")

@@ -54,7 +54,14 @@ def manifest(video: Path, item_id: str) -> dict[str, Any]:
         "text_boxes": [[20, 14, 180, 40]],
         "subject_boxes": [[1.3, 200, 100, 280, 260], [3.6, 230, 100, 310, 260]],
         "outputs": [
-            {"aspect": "9:16", "width": 198, "height": 352, "padded": False, "crops": crops},
+            {
+                "aspect": "9:16",
+                "width": 198,
+                "height": 352,
+                "padded": False,
+                "past_unread_text": True,
+                "crops": crops,
+            },
             {
                 "aspect": "16:9",
                 "width": 640,
@@ -145,6 +152,8 @@ def test_the_page_shows_the_run_then_each_clip_playable_with_its_poster(report: 
         assert np.abs(image.reshape(-1, 3).mean(axis=0) - (255, 0, 255)).max() < 12
     assert "letterboxed: the subject is wider than the 16:9 crop" in page
     assert page.count("letterboxed:") == 3  # sku-a, sku-b and sku-c's 16:9
+    # and their 9:16 clips, cropped past a face the text detector took for text
+    assert page.count("cropped past detected text that does not read") == 3
     assert "clip not available locally" in page  # sku-c has manifests but no clips
 
     assert "<polyline" in page and "source video not available" in page  # sku-c's source is gone

@@ -2,9 +2,9 @@
 the detector found at the text samples.
 
 The detector also fires on eyes, teeth, spokes and stripes (bench/quality.py's development half: 81 such
-regions beside 85 captions). Read by PP-OCRv4's recogniser at up to READ_SAMPLES of the samples that show it,
-every caption scored at least 0.9 and all but 4 of those regions under READ_SCORE (rapidocr's own threshold for
-keeping a detected line); the 4 read as one glyph. A region no sample reads is not text to OCR: the crop planner
+regions beside 85 captions). Read by PP-OCRv4's recogniser at up to three of the samples that show it, every
+caption scored at least 0.9 and all but 4 of those regions under READ_SCORE (rapidocr's own threshold for keeping
+a detected line); the 4 read as one glyph. A region no sample reads is not text to OCR: the crop planner
 may pass through it where heeding it would letterbox the clip (workers.pipeline), never otherwise.
 
 A region is read as a whole: a caption fading in or out, unreadable at one sample, reads at another, and every
@@ -30,12 +30,13 @@ from workers.text_regions import SAME_REGION_IOU
 READ_MODEL = "text_read"
 #: a region reads as text where some sample's strip scores at least this (rapidocr's text_score)
 READ_SCORE = 0.5
-#: samples of a region read: its first, middle and last
-READ_SAMPLES = 3
-#: strips are padded to a multiple of this width (one recogniser batch per width), between the recogniser's
-#: own width and the longest line read unsqueezed (longer ones are squeezed into it)
+#: a region is read at its middle sample, then, where that does not read, at its first and last
+READ_ROUNDS = (("middle",), ("first", "last"))
+#: strips are padded to a multiple of this width (one recogniser batch per width), from the recogniser's own
+#: width up to the longest strip read: of a longer line only its start is read (whether it is text, not all it
+#: says; a whole caption line read as 1600 px cost a second of CPU per region)
 STRIP_STEP = 160
-STRIP_WIDTHS = (320, 1600)
+STRIP_WIDTHS = (320, 640)
 #: a region this many times taller than wide is read turned both ways too (vertical text, or a line turned
 #: with the footage), as rapidocr turns such crops
 TALL = 1.5
@@ -76,10 +77,14 @@ def _regions(boxes: Sequence[Sequence[Box]]) -> list[list[tuple[int, Box]]]:
 
 def strip(crop: np.ndarray) -> np.ndarray:
     """A line cut out of a frame as the recogniser reads it: STRIP_HEIGHT tall, left-aligned on zeros up to a
-    multiple of STRIP_STEP wide."""
+    multiple of STRIP_STEP wide; a line longer than the widest strip is cut to its start, not squeezed."""
     height, width = crop.shape[:2]
-    wide = max(1, min(STRIP_WIDTHS[1], math.ceil(STRIP_HEIGHT * width / height)))
-    padded = min(STRIP_WIDTHS[1], max(STRIP_WIDTHS[0], -(-wide // STRIP_STEP) * STRIP_STEP))
+    longest = STRIP_WIDTHS[1]
+    if STRIP_HEIGHT * width > longest * height:
+        crop = crop[:, : max(1, math.ceil(longest * height / STRIP_HEIGHT))]
+        width = crop.shape[1]
+    wide = max(1, min(longest, math.ceil(STRIP_HEIGHT * width / height)))
+    padded = min(longest, max(STRIP_WIDTHS[0], -(-wide // STRIP_STEP) * STRIP_STEP))
     out = np.zeros((STRIP_HEIGHT, padded, 3), np.uint8)
     out[:, :wide] = cv2.resize(crop, (wide, STRIP_HEIGHT), interpolation=cv2.INTER_LINEAR)
     return out
@@ -101,28 +106,28 @@ def read_regions(
     """Which regions detected at the samples read as text: frames_rgb are the samples (one size), boxes their
     detections in source pixels (width, height)."""
     regions = _regions(boxes)
-    if not regions:
-        return Reading((), ())
-    height, width = frames_rgb[0].shape[:2]
-    sx, sy = width / source_size[0], height / source_size[1]
-    # (region, strip) per view read, by strip width
-    by_width: dict[int, list[tuple[int, np.ndarray]]] = {}
-    for r, region in enumerate(regions):
-        picks = sorted({0, len(region) // 2, len(region) - 1})[:READ_SAMPLES]
-        for k, box in (region[p] for p in picks):
-            x0, y0, x1, y1 = scale_box(box, sx, sy)
-            x0, y0 = max(0, int(x0)), max(0, int(y0))
-            x1, y1 = min(width, math.ceil(x1)), min(height, math.ceil(y1))
-            if x1 - x0 < 2 or y1 - y0 < 2:
-                continue
-            for view in _views(frames_rgb[k][y0:y1, x0:x1]):
-                line = strip(view)
-                by_width.setdefault(line.shape[1], []).append((r, line))
+    height, width = frames_rgb[0].shape[:2] if frames_rgb else (0, 0)
+    sx, sy = (width / source_size[0], height / source_size[1]) if frames_rgb else (1.0, 1.0)
     read = [False] * len(regions)
-    for strips in by_width.values():
-        out = infer.infer(READ_MODEL, np.stack([s for _, s in strips]), key)
-        for (r, _), score, chars in zip(strips, out["score"], out["chars"], strict=True):
-            read[r] |= bool(chars >= 1 and score >= READ_SCORE)
+    for picks in READ_ROUNDS:
+        # (region, strip) per view read, by strip width
+        by_width: dict[int, list[tuple[int, np.ndarray]]] = {}
+        for r, region in enumerate(regions):
+            if read[r]:
+                continue
+            at = {"first": 0, "middle": len(region) // 2, "last": len(region) - 1}
+            for k, box in {region[at[pick]] for pick in picks}:
+                x0, y0, x1, y1 = scale_box(box, sx, sy)
+                x0, y0 = max(0, int(x0)), max(0, int(y0))
+                x1, y1 = min(width, math.ceil(x1)), min(height, math.ceil(y1))
+                if x1 - x0 >= 2 and y1 - y0 >= 2:
+                    for view in _views(frames_rgb[k][y0:y1, x0:x1]):
+                        line = strip(view)
+                        by_width.setdefault(line.shape[1], []).append((r, line))
+        for strips in by_width.values():
+            out = infer.infer(READ_MODEL, np.stack([s for _, s in strips]), key)
+            for (r, _), score, chars in zip(strips, out["score"], out["chars"], strict=True):
+                read[r] |= bool(chars >= 1 and score >= READ_SCORE)
     return Reading(
         tuple(b for region, ok in zip(regions, read, strict=True) if ok for _, b in region),
         tuple(b for region, ok in zip(regions, read, strict=True) if not ok for _, b in region),

@@ -23,7 +23,7 @@ from workers.framing import PAD_TEXT_AND_SUBJECT
 from workers.geometry import iou
 from workers.pipeline import Analysis, Decoding, frame_window
 from workers.text_detection import detect_text
-from workers.text_reading import STRIP_STEP, read_regions, strip
+from workers.text_reading import STRIP_WIDTHS, read_regions, strip
 from workers.video import VideoSource
 from workers.windows import Window
 
@@ -91,8 +91,11 @@ def test_a_strip_is_the_recognisers_height_and_a_whole_number_of_steps_wide() ->
     assert (
         shaped.shape == (STRIP_HEIGHT, 320, 3) and shaped[:, :240].min() == 255 and shaped[:, 240:].max() == 0
     )
-    long = strip(np.full((20, 900, 3), 255, np.uint8))
-    assert long.shape[1] % STRIP_STEP == 0 and long[:, : 48 * 900 // 20].min() == 255
+    # a line longer than the widest strip is read from its start at the same scale (100 px by 20 to 240 by 48)
+    line = np.zeros((20, 900, 3), np.uint8)
+    line[:, :100] = 255
+    long = strip(line)
+    assert long.shape[1] == STRIP_WIDTHS[1] and long[:, :236].min() == 255 and long[:, 244:].max() == 0
 
 
 def _video(path: Path, frames: list[np.ndarray], fps: int = 24) -> Path:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-from gpu_service.models.text_read import STRIP_HEIGHT
+from gpu_service.models.text_strip import STRIP_HEIGHT
 from gpu_service.priority import PriorityKey
 from workers.geometry import Box, iou, scale_box
 from workers.scoring import Inference

@@ -21,10 +21,9 @@ import torch
 from torch import Tensor
 
 from gpu_service.models.onnx_model import CPU, OnnxModel, builtin_path, onnx_session
+from gpu_service.models.text_strip import STRIP_HEIGHT
 from gpu_service.registry import InferenceModel, Span, register
 
-#: the recogniser's input height (rapidocr's rec_img_shape)
-STRIP_HEIGHT = 48
 #: the CTC blank's class
 BLANK = 0
 

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from gpu_service.local import LocalInference
-from gpu_service.models.text_read import STRIP_HEIGHT
+from gpu_service.models.text_strip import STRIP_HEIGHT
 from gpu_service.priority import PriorityKey
 from reelgen.catalog_entry import CatalogEntry
 from reelgen.settings import load_settings

@@ -4,8 +4,8 @@ the detector found at the text samples.
 The detector also fires on eyes, teeth, spokes and stripes (bench/quality.py's development half: 81 such
 regions beside 85 captions). Read by PP-OCRv4's recogniser at up to three of the samples that show it, every
 caption scored at least 0.9 and all but 4 of those regions under READ_SCORE (rapidocr's own threshold for keeping
-a detected line); the 4 read as one glyph. A region no sample reads is not text to OCR: the crop planner
-may pass through it where heeding it would letterbox the clip (workers.pipeline), never otherwise.
+a detected line); the 4 read as one glyph. A region no sample reads is not text to OCR: the crop planner may pass
+through it where heeding it would letterbox the clip (workers.pipeline), never otherwise.
 
 A region is read as a whole: a caption fading in or out, unreadable at one sample, reads at another, and every
 box of the region counts as read.
@@ -30,13 +30,12 @@ from workers.text_regions import SAME_REGION_IOU
 READ_MODEL = "text_read"
 #: a region reads as text where some sample's strip scores at least this (rapidocr's text_score)
 READ_SCORE = 0.5
-#: a region is read at its middle sample, then, where that does not read, at its first and last
+#: a region is read at its middle sample, then, where that read some characters but not well enough, at its
+#: first and last (a caption fading in or out); one that shows no character at its middle sample is not text
 READ_ROUNDS = (("middle",), ("first", "last"))
-#: strips are padded to a multiple of this width (one recogniser batch per width), from the recogniser's own
-#: width up to the longest strip read: of a longer line only its start is read (whether it is text, not all it
-#: says; a whole caption line read as 1600 px cost a second of CPU per region)
-STRIP_STEP = 160
-STRIP_WIDTHS = (320, 640)
+#: strips are this wide (the recogniser's own width): of a longer line only its start is read (whether it is
+#: text, not all it says), so that every strip of a round goes to the daemon in one batch
+STRIP_WIDTH = 320
 #: a region this many times taller than wide is read turned both ways too (vertical text, or a line turned
 #: with the footage), as rapidocr turns such crops
 TALL = 1.5
@@ -76,16 +75,14 @@ def _regions(boxes: Sequence[Sequence[Box]]) -> list[list[tuple[int, Box]]]:
 
 
 def strip(crop: np.ndarray) -> np.ndarray:
-    """A line cut out of a frame as the recogniser reads it: STRIP_HEIGHT tall, left-aligned on zeros up to a
-    multiple of STRIP_STEP wide; a line longer than the widest strip is cut to its start, not squeezed."""
+    """A line cut out of a frame as the recogniser reads it: STRIP_HEIGHT tall, left-aligned on zeros up to
+    STRIP_WIDTH; a longer line is cut to its start, not squeezed."""
     height, width = crop.shape[:2]
-    longest = STRIP_WIDTHS[1]
-    if STRIP_HEIGHT * width > longest * height:
-        crop = crop[:, : max(1, math.ceil(longest * height / STRIP_HEIGHT))]
+    if STRIP_HEIGHT * width > STRIP_WIDTH * height:
+        crop = crop[:, : max(1, math.ceil(STRIP_WIDTH * height / STRIP_HEIGHT))]
         width = crop.shape[1]
-    wide = max(1, min(longest, math.ceil(STRIP_HEIGHT * width / height)))
-    padded = min(longest, max(STRIP_WIDTHS[0], -(-wide // STRIP_STEP) * STRIP_STEP))
-    out = np.zeros((STRIP_HEIGHT, padded, 3), np.uint8)
+    wide = max(1, min(STRIP_WIDTH, math.ceil(STRIP_HEIGHT * width / height)))
+    out = np.zeros((STRIP_HEIGHT, STRIP_WIDTH, 3), np.uint8)
     out[:, :wide] = cv2.resize(crop, (wide, STRIP_HEIGHT), interpolation=cv2.INTER_LINEAR)
     return out
 
@@ -109,11 +106,12 @@ def read_regions(
     height, width = frames_rgb[0].shape[:2] if frames_rgb else (0, 0)
     sx, sy = (width / source_size[0], height / source_size[1]) if frames_rgb else (1.0, 1.0)
     read = [False] * len(regions)
+    # regions still worth reading: all at first, then those whose middle showed some characters
+    pending = [True] * len(regions)
     for picks in READ_ROUNDS:
-        # (region, strip) per view read, by strip width
-        by_width: dict[int, list[tuple[int, np.ndarray]]] = {}
+        strips: list[tuple[int, np.ndarray]] = []
         for r, region in enumerate(regions):
-            if read[r]:
+            if not pending[r]:
                 continue
             at = {"first": 0, "middle": len(region) // 2, "last": len(region) - 1}
             for k, box in {region[at[pick]] for pick in picks}:
@@ -121,13 +119,14 @@ def read_regions(
                 x0, y0 = max(0, int(x0)), max(0, int(y0))
                 x1, y1 = min(width, math.ceil(x1)), min(height, math.ceil(y1))
                 if x1 - x0 >= 2 and y1 - y0 >= 2:
-                    for view in _views(frames_rgb[k][y0:y1, x0:x1]):
-                        line = strip(view)
-                        by_width.setdefault(line.shape[1], []).append((r, line))
-        for strips in by_width.values():
-            out = infer.infer(READ_MODEL, np.stack([s for _, s in strips]), key)
+                    strips += [(r, strip(view)) for view in _views(frames_rgb[k][y0:y1, x0:x1])]
+        glimpsed = [False] * len(regions)
+        if strips:
+            out = infer.infer(READ_MODEL, np.stack([line for _, line in strips]), key)
             for (r, _), score, chars in zip(strips, out["score"], out["chars"], strict=True):
                 read[r] |= bool(chars >= 1 and score >= READ_SCORE)
+                glimpsed[r] |= bool(chars >= 1)
+        pending = [g and not done for g, done in zip(glimpsed, read, strict=True)]
     return Reading(
         tuple(b for region, ok in zip(regions, read, strict=True) if ok for _, b in region),
         tuple(b for region, ok in zip(regions, read, strict=True) if not ok for _, b in region),

@@ -23,7 +23,7 @@ from workers.framing import PAD_TEXT_AND_SUBJECT
 from workers.geometry import iou
 from workers.pipeline import Analysis, Decoding, frame_window
 from workers.text_detection import detect_text
-from workers.text_reading import STRIP_WIDTHS, read_regions, strip
+from workers.text_reading import STRIP_WIDTH, read_regions, strip
 from workers.video import VideoSource
 from workers.windows import Window
 
@@ -85,7 +85,7 @@ def test_a_faces_eyes_and_teeth_taken_for_text_do_not_read_and_a_caption_does(mo
     assert all(read_regions(model, captioned, caption_boxes, KEY, (SIDE, SIDE)).is_text(b) for b in captions)
 
 
-def test_a_strip_is_the_recognisers_height_and_a_whole_number_of_steps_wide() -> None:
+def test_a_strip_is_the_recognisers_size_and_a_long_line_is_read_from_its_start() -> None:
     shaped = strip(np.full((40, 200, 3), 255, np.uint8))
     # scaled to 48 × 240, on zeros up to the recogniser's own width
     assert (
@@ -93,9 +93,9 @@ def test_a_strip_is_the_recognisers_height_and_a_whole_number_of_steps_wide() ->
     )
     # a line longer than the widest strip is read from its start at the same scale (100 px by 20 to 240 by 48)
     line = np.zeros((20, 900, 3), np.uint8)
-    line[:, :100] = 255
+    line[:, :100] = 255  # 240 × 48 as a strip, of 2160 × 48
     long = strip(line)
-    assert long.shape[1] == STRIP_WIDTHS[1] and long[:, :236].min() == 255 and long[:, 244:].max() == 0
+    assert long.shape[1] == STRIP_WIDTH and long[:, :236].min() == 255 and long[:, 244:].max() == 0
 
 
 def _video(path: Path, frames: list[np.ndarray], fps: int = 24) -> Path:

@@ -94,10 +94,16 @@ def detect_text(
     return regions
 
 
-def _patch(gray: np.ndarray, box: Box, sx: float, sy: float) -> np.ndarray:
-    x0, y0 = int(box[0] * sx), int(box[1] * sy)
+def pixels_in(image: np.ndarray, box: Box, sx: float, sy: float) -> np.ndarray:
+    """The pixels under a box given in pixels sx, sy times the image's (source pixels over a smaller frame):
+    whole pixels covering it, at least one (a view, not a copy)."""
+    x0, y0 = max(0, int(box[0] * sx)), max(0, int(box[1] * sy))
     x1, y1 = max(x0 + 1, math.ceil(box[2] * sx)), max(y0 + 1, math.ceil(box[3] * sy))
-    return gray[y0:y1, x0:x1].astype(np.float32)
+    return image[y0:y1, x0:x1]
+
+
+def _patch(gray: np.ndarray, box: Box, sx: float, sy: float) -> np.ndarray:
+    return pixels_in(gray, box, sx, sy).astype(np.float32)
 
 
 def refine_text_times(

@@ -24,8 +24,9 @@ import numpy as np
 
 from gpu_service.models.text_strip import STRIP_HEIGHT
 from gpu_service.priority import PriorityKey
-from workers.geometry import Box, iou, scale_box
+from workers.geometry import Box, iou
 from workers.scoring import Inference
+from workers.text_detection import pixels_in
 from workers.text_regions import SAME_REGION_IOU
 
 #: the daemon's text recognition model
@@ -105,8 +106,9 @@ def read_regions(
     """Which regions detected at the samples read as text: frames_rgb are the samples (one size), boxes their
     detections in source pixels (width, height)."""
     regions = _regions(boxes)
-    height, width = frames_rgb[0].shape[:2] if frames_rgb else (0, 0)
-    sx, sy = (width / source_size[0], height / source_size[1]) if frames_rgb else (1.0, 1.0)
+    if not regions:
+        return Reading((), ())
+    sx, sy = frames_rgb[0].shape[1] / source_size[0], frames_rgb[0].shape[0] / source_size[1]
     read = [False] * len(regions)
     # regions still worth reading: all at first, then those whose middle showed some characters
     pending = [True] * len(regions)
@@ -117,11 +119,9 @@ def read_regions(
                 continue
             at = {"first": 0, "middle": len(region) // 2, "last": len(region) - 1}
             for k, box in {region[at[pick]] for pick in picks}:
-                x0, y0, x1, y1 = scale_box(box, sx, sy)
-                x0, y0 = max(0, int(x0)), max(0, int(y0))
-                x1, y1 = min(width, math.ceil(x1)), min(height, math.ceil(y1))
-                if x1 - x0 >= 2 and y1 - y0 >= 2:
-                    strips += [(r, strip(view)) for view in _views(frames_rgb[k][y0:y1, x0:x1])]
+                line = pixels_in(frames_rgb[k], box, sx, sy)
+                if min(line.shape[:2]) >= 2:
+                    strips += [(r, strip(view)) for view in _views(line)]
         glimpsed = [False] * len(regions)
         if strips:
             out = infer.infer(READ_MODEL, np.stack([line for _, line in strips]), key)

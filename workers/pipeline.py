@@ -120,8 +120,9 @@ class Decoding:
         return cls(settings.threads_per_worker, media_limits(settings), settings.max_image_pixels)
 
     def open(self, path: Path, info: VideoInfo) -> VideoSource:
-        """The source of a probed item: its timing verdict reused, the limits checked on every frame."""
-        return VideoSource(path, threads=self.threads, timing=info.timing, limits=self.limits)
+        """The source of a probed item for analysis: its timing verdict reused, the limits checked on every
+        frame, decoded without deblocking (video.ANALYSIS_DECODER_OPTIONS)."""
+        return VideoSource(path, threads=self.threads, timing=info.timing, limits=self.limits, deblock=False)
 
 
 def plan_sampling(

@@ -159,7 +159,10 @@ def _fits(line: CropLine, a: np.ndarray, b: np.ndarray) -> list[Interval | None]
     # even_intervals' rounding, over every key at once (a planning pass asks this of every key of every line)
     lo = np.ceil(np.maximum(b - line.crop, 0.0) / 2 - 1e-9) * 2
     hi = np.floor(np.minimum(a, float(line.last)) / 2 + 1e-9) * 2
-    return [(int(p), int(q)) if p <= q else None for p, q in zip(lo.tolist(), hi.tolist(), strict=True)]
+    return [
+        (p, q) if p <= q else None
+        for p, q in zip(lo.astype(np.int64).tolist(), hi.astype(np.int64).tolist(), strict=True)
+    ]
 
 
 def _steady(segment: Segment, line: CropLine) -> int | None:
@@ -369,12 +372,21 @@ def _corridors(lanes: Sequence[Lane], params: FramingParams, jumps: bool) -> _Pa
     # the moves each span between keys allows: text keeps the same intervals over most spans
     allowed: dict[bytes, np.ndarray] = {}
     row_index, target_index = np.arange(hold)[:, None], targets[None, :]
+    zero_rows, no_jumps = np.zeros((1, size), dtype=int), np.zeros((1, size), dtype=bool)
     for i in range(1, n):
         ids = stack.between[i - 1]
         move = allowed.get(ids.tobytes())
         if move is None:
             same = (ids[stack.sources] == ids[None, :]) & (ids[None, :] >= 0)
             move = allowed.setdefault(ids.tobytes(), np.where(same, stack.move, np.inf))
+        if not jumps:
+            # without jumps the state is the position alone: the programme below with its one row, in a third
+            # of the array operations
+            one = cost[0][stack.sources] + move
+            offset = np.argmin(one, axis=0)
+            back.append((zero_rows, stack.sources[offset, targets][None], no_jumps))
+            cost = (one[offset, targets] + stack.node[i])[None]
+            continue
         total = cost[:, stack.sources] + move[None]
         offset = np.argmin(total, axis=1)
         moved = total[row_index, offset, target_index]
@@ -458,17 +470,21 @@ def _smooth(
     a = np.vstack([np.eye(n), d1, d2])
     lower = np.concatenate([lo, np.full(n - 1, -params.max_speed), np.full(n - 2, -params.max_accel)])
     upper = np.concatenate([hi, np.full(n - 1, params.max_speed), np.full(n - 2, params.max_accel)])
-    rho, sigma = 1.0, 1e-6
-    kkt = np.linalg.inv(quad + sigma * np.eye(n) + rho * a.T @ a)
+    # the ADMM step size rho is 1, so it multiplies and divides nothing below: each of the hundreds of
+    # iterations is a dozen small array operations, whose call overhead is most of the planner's time here
+    sigma = 1e-6
+    kkt = np.linalg.inv(quad + sigma * np.eye(n) + a.T @ a)
+    a_t = a.T
     x = goal.copy()
     z = np.clip(a @ x, lower, upper)
     y = np.zeros_like(z)
     for _ in range(600):
-        x = kkt @ (sigma * x - linear + a.T @ (rho * z - y))
+        x = kkt @ (sigma * x - linear + a_t @ (z - y))
         ax = a @ x
-        z_new = np.clip(ax + y / rho, lower, upper)
-        y += rho * (ax - z_new)
-        if np.max(np.abs(ax - z_new)) < 1e-6 and np.max(np.abs(z_new - z)) < 1e-6:
+        z_new = np.minimum(np.maximum(ax + y, lower), upper)
+        primal = ax - z_new
+        y += primal
+        if np.abs(primal).max() < 1e-6 and np.abs(z_new - z).max() < 1e-6:
             z = z_new
             break
         z = z_new

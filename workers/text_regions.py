@@ -56,6 +56,8 @@ def text_union(text: Sequence[tuple[float, Sequence[Box]]], start: float, end: f
 Interval = tuple[int, int]
 #: per planning key (or per span between keys), the safe positions
 Safe = list[list[Interval]]
+#: a set of text regions, with the number TextTrack names it by
+Regions = tuple[int, tuple[Box, ...]]
 
 
 def even_intervals(real: list[tuple[float, float]]) -> list[Interval]:
@@ -169,10 +171,11 @@ class TextTrack:
         ]
         #: per run of samples, its regions (and a number naming the set, the same for equal sets); per line
         #: and margin, the safe positions of each set
-        self._spans: dict[tuple[int, int], tuple[int, tuple[Box, ...]]] = {}
+        self._spans: dict[tuple[int, int], Regions] = {}
         self._ids: dict[tuple[Box, ...], int] = {}
         self._safe: dict[tuple[CropLine, float], dict[int, list[Interval]]] = {}
         self._keyed: dict[tuple[CropLine, float, bytes], tuple[Safe, Safe]] = {}
+        self._by_keys: dict[bytes, tuple[list[Regions], list[Regions]]] = {}
         self._cuts: dict[tuple[CropLine, float], dict[Box, list[tuple[float, float]]]] = {}
 
     def safe_at_keys(self, line: CropLine, times: np.ndarray, margin: float) -> tuple[Safe, Safe]:
@@ -186,32 +189,47 @@ class TextTrack:
                 everywhere = self.safe_between(line, float(times[0]), float(times[-1]), margin)
                 self._keyed[key] = [everywhere] * (n + 1), [everywhere] * n
             else:
-                ends = times.tolist()
-                self._keyed[key] = (
-                    [
-                        self.safe_between(line, ends[max(0, i - 1)], ends[min(n, i + 1)], margin)
-                        for i in range(n + 1)
-                    ],
-                    [self.safe_between(line, ends[i], ends[i + 1], margin) for i in range(n)],
-                )
+                at_keys, between = self._key_regions(times)
+                known = self._safe.setdefault((line, margin), {})
+
+                def safe(regions: Regions) -> list[Interval]:
+                    found = known.get(regions[0])
+                    return self._safe_of(line, margin, regions) if found is None else found
+
+                self._keyed[key] = [safe(r) for r in at_keys], [safe(r) for r in between]
         return self._keyed[key]
 
+    def _key_regions(self, times: np.ndarray) -> tuple[list[Regions], list[Regions]]:
+        """The regions safe_at_keys asks about at these keys: every line a plan tries has the same keys."""
+        key = times.tobytes()
+        if key not in self._by_keys:
+            n, ends = len(times) - 1, times.tolist()
+            self._by_keys[key] = (
+                [self._regions(ends[max(0, i - 1)], ends[min(n, i + 1)]) for i in range(n + 1)],
+                [self._regions(ends[i], ends[i + 1]) for i in range(n)],
+            )
+        return self._by_keys[key]
+
     def safe_between(self, line: CropLine, t0: float, t1: float, margin: float) -> list[Interval]:
-        """safe_positions of every region that can be on screen at some time in [t0, t1]. A plan asks this of
-        every key of every line it tries, and neighbouring keys, like the same line grown or planned again,
-        mostly see the same regions: each line's answer per set of regions is worked out once."""
+        """safe_positions of every region that can be on screen at some time in [t0, t1]."""
+        return self._safe_of(line, margin, self._regions(t0, t1))
+
+    def _safe_of(self, line: CropLine, margin: float, regions: Regions) -> list[Interval]:
+        """safe_positions of a set of regions. A plan asks this of every key of every line it tries, and
+        neighbouring keys, like the same line grown or planned again, mostly see the same regions: each
+        line's answer per set of regions is worked out once."""
         known = self._safe.setdefault((line, margin), {})
-        regions, boxes = self._regions(t0, t1)
-        if regions not in known:
+        number, boxes = regions
+        if number not in known:
             # the same region is in many sets: its forbidden positions are worked out once per line
             cuts = self._cuts.setdefault((line, margin), {})
             for box in boxes:
                 if box not in cuts:
                     cuts[box] = _forbidden(line, box, margin)
-            known[regions] = _allowed(line, [f for box in boxes for f in cuts[box]])
-        return known[regions]
+            known[number] = _allowed(line, [f for box in boxes for f in cuts[box]])
+        return known[number]
 
-    def _regions(self, t0: float, t1: float) -> tuple[int, tuple[Box, ...]]:
+    def _regions(self, t0: float, t1: float) -> Regions:
         """The regions that can be on screen in [t0, t1], with a number naming that set of regions."""
         if not self.times:
             return 0, ()

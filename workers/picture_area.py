@@ -5,8 +5,8 @@ is a letterboxed clip in all but name, and the bars' edges draw saliency and sub
 Bars are rows or columns black in every analysed frame of the window (nearly every pixel darker than DARK) and
 come in pairs about the centre, as encoders add them, with the picture starting along a straight edge beside each;
 a dark scene's shadowed top, a night sky, a fade to black or a product on a black backdrop is none of them. The
-area always keeps every detected text box whole: a caption set in a bar belongs to what may be shown. Pure: arrays
-in, a box out.
+area always keeps every detected text box whole, with the surround the planner keeps clear round it: a caption set
+in a bar belongs to what may be shown. Pure: arrays in, a box out.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from workers.geometry import Box, even_down, even_up
+from workers.text_regions import text_clearance
 
 #: a pixel this dark in every channel (of 255) is black; studio black is 16 in limited-range video
 DARK = 28
@@ -43,12 +44,16 @@ def picture_area(
     black = np.stack([frame.max(axis=2) <= DARK for frame in frames_rgb])
     height, width = black.shape[1:]
     sx, sy = source_size[0] / width, source_size[1] / height
-    for box in text_boxes:
+    # a caption's backdrop, outline or shadow reaches past the glyphs the detector boxes, as far as the planner's
+    # clearance round text: a caption set across a bar's edge is all kept (its glyphs alone were, and the crop
+    # held to the bar's edge cut its backdrop)
+    captions = [_with_surround(box) for box in text_boxes]
+    for box in captions:
         # text counts as black here, so that a caption set in a bar leaves it a bar; the area takes it back below
         black[
             :,
-            math.floor(box[1] / sy) : math.ceil(box[3] / sy),
-            math.floor(box[0] / sx) : math.ceil(box[2] / sx),
+            max(0, math.floor(box[1] / sy)) : math.ceil(box[3] / sy),
+            max(0, math.floor(box[0] / sx)) : math.ceil(box[2] / sx),
         ] = True
     top, bottom = _paired(black.mean(axis=2))
     left, right = _paired(black.mean(axis=1))
@@ -59,7 +64,7 @@ def picture_area(
     left, right, top, bottom = (v + 1 if v else 0 for v in (left, right, top, bottom))
     x0, y0 = even_up(left * sx), even_up(top * sy)
     x1, y1 = even_down((width - right) * sx), even_down((height - bottom) * sy)
-    for box in text_boxes:
+    for box in captions:
         x0, y0 = min(x0, even_down(box[0])), min(y0, even_down(box[1]))
         x1, y1 = max(x1, even_up(box[2])), max(y1, even_up(box[3]))
     x0, y0 = max(0, x0), max(0, y0)
@@ -67,6 +72,11 @@ def picture_area(
     if (x0, y0, x1, y1) == (0, 0, even_down(source_size[0]), even_down(source_size[1])):
         return None
     return (float(x0), float(y0), float(x1), float(y1))
+
+
+def _with_surround(box: Box) -> Box:
+    grow = text_clearance(box, 0.0)
+    return (box[0] - grow, box[1] - grow, box[2] + grow, box[3] + grow)
 
 
 def _paired(shares: np.ndarray) -> tuple[int, int]:

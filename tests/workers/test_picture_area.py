@@ -105,6 +105,24 @@ def test_a_caption_set_in_a_bar_stays_inside_the_area() -> None:
     assert area[1] <= truth[1] + 8 and area[3] >= caption[3]
 
 
+def test_a_caption_across_a_bars_edge_keeps_its_backdrop_inside_the_area() -> None:
+    footage = _footage()
+    placed = [_fitted(f, (960, 720))[0] for f in footage]
+    truth = _fitted(footage[0], (960, 720))[1]
+    # a boxed caption straddling the picture's lower edge: its backdrop reaches 8 px further into the bar than
+    # the glyphs, which are all the detector boxes
+    backdrop = (370, truth[3] - 30, 600, truth[3] + 12)
+    glyphs = (380.0, truth[3] - 24.0, 590.0, truth[3] + 4.0)
+    for canvas in placed:
+        cv2.rectangle(canvas, backdrop[:2], backdrop[2:], (40, 40, 160), -1)
+        cv2.putText(
+            canvas, "NOW $19.99", (384, truth[3] + 2), cv2.FONT_HERSHEY_SIMPLEX, 0.9, (255, 255, 255), 2
+        )
+    area = picture_area(placed, (960, 720), [glyphs])
+    assert area is not None
+    assert area[1] <= truth[1] + 8 and area[3] >= backdrop[3]
+
+
 def test_a_product_on_a_black_backdrop_is_no_picture_between_bars() -> None:
     # a studio shot on black velvet: dark all round the product, in every frame, on both sides alike
     path = skimage_coffee()

@@ -40,4 +40,6 @@ except PackageNotFoundError:  # running from a source tree that was never instal
 #     what any unlocated sample can.
 # 23: a clip letterboxed for text is cropped past the detected regions that do not read as text (a face's eyes
 #     and teeth), read by PP-OCRv4's recogniser.
-PIPELINE_VERSION = "23"
+# 24: analysis decodes without the in-loop deblocking filter; the picture inside black bars keeps a caption's
+#     surround, not only its glyphs.
+PIPELINE_VERSION = "24"

@@ -142,6 +142,11 @@ def moved_box(box: Box, dx: float, dy: float) -> Box:
     return (box[0] + dx, box[1] + dy, box[2] + dx, box[3] + dy)
 
 
+def grown_box(box: Box, margin: float) -> Box:
+    """box grown by margin on every side."""
+    return (box[0] - margin, box[1] - margin, box[2] + margin, box[3] + margin)
+
+
 @dataclass(frozen=True)
 class CropLine:
     """The crop seen along its moving axis: axis 0 moves in x, 1 in y."""

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from workers.geometry import Box, even_down, even_up
+from workers.geometry import Box, even_down, even_up, grown_box
 from workers.text_regions import text_clearance
 
 #: a pixel this dark in every channel (of 255) is black; studio black is 16 in limited-range video
@@ -47,7 +47,7 @@ def picture_area(
     # a caption's backdrop, outline or shadow reaches past the glyphs the detector boxes, as far as the planner's
     # clearance round text: a caption set across a bar's edge is all kept (its glyphs alone were, and the crop
     # held to the bar's edge cut its backdrop)
-    captions = [_with_surround(box) for box in text_boxes]
+    captions = [grown_box(box, text_clearance(box, 0.0)) for box in text_boxes]
     for box in captions:
         # text counts as black here, so that a caption set in a bar leaves it a bar; the area takes it back below
         black[
@@ -72,11 +72,6 @@ def picture_area(
     if (x0, y0, x1, y1) == (0, 0, even_down(source_size[0]), even_down(source_size[1])):
         return None
     return (float(x0), float(y0), float(x1), float(y1))
-
-
-def _with_surround(box: Box) -> Box:
-    grow = text_clearance(box, 0.0)
-    return (box[0] - grow, box[1] - grow, box[2] + grow, box[3] + grow)
 
 
 def _paired(shares: np.ndarray) -> tuple[int, int]:

@@ -19,7 +19,7 @@ import cv2
 import numpy as np
 
 from gpu_service.priority import PriorityKey
-from workers.geometry import Box
+from workers.geometry import Box, grown_box
 from workers.scoring import Inference
 
 #: the daemon's saliency model
@@ -75,8 +75,7 @@ TEXT_SURROUND = 0.5
 
 
 def _grown(box: Box, share: float) -> Box:
-    margin = share * (box[3] - box[1])
-    return (box[0] - margin, box[1] - margin, box[2] + margin, box[3] + margin)
+    return grown_box(box, share * (box[3] - box[1]))
 
 
 def subject_blob(saliency_map: np.ndarray, exclude: Sequence[Box] = ()) -> Box | None:

@@ -190,13 +190,10 @@ class TextTrack:
                 self._keyed[key] = [everywhere] * (n + 1), [everywhere] * n
             else:
                 at_keys, between = self._key_regions(times)
-                known = self._safe.setdefault((line, margin), {})
-
-                def safe(regions: Regions) -> list[Interval]:
-                    found = known.get(regions[0])
-                    return self._safe_of(line, margin, regions) if found is None else found
-
-                self._keyed[key] = [safe(r) for r in at_keys], [safe(r) for r in between]
+                # the keys see a few sets of regions, each asked of the line once
+                sets = {r[0]: r for r in (*at_keys, *between)}
+                safe = {number: self._safe_of(line, margin, r) for number, r in sets.items()}
+                self._keyed[key] = [safe[r[0]] for r in at_keys], [safe[r[0]] for r in between]
         return self._keyed[key]
 
     def _key_regions(self, times: np.ndarray) -> tuple[list[Regions], list[Regions]]:

@@ -231,7 +231,7 @@ class VideoSource:
         decoder skips its in-loop deblocking filter (see ANALYSIS_DECODER_OPTIONS)."""
         self.path = path
         self._limits = limits
-        self._decoder_options = {} if deblock else dict(ANALYSIS_DECODER_OPTIONS)
+        self._deblock = deblock
         self._container = open_media(path)
         try:
             if not self._container.streams.video:
@@ -391,8 +391,8 @@ class VideoSource:
         """Decoder settings, before the decoder is opened (its options are read only then)."""
         self._stream.thread_type = "AUTO"
         self._stream.codec_context.thread_count = threads
-        if self._decoder_options:
-            self._stream.codec_context.options = dict(self._decoder_options)
+        if not self._deblock:
+            self._stream.codec_context.options = dict(ANALYSIS_DECODER_OPTIONS)
 
     def colour_tags(self) -> ColourTags:
         """The colour description of the source's Y'CbCr: its own tags, or the convention for its size (BT.709

@@ -25,6 +25,9 @@ the manifests and the rendered clips:
   detector run here on 3 frames of every clip; text_cut_crop_edges counts only edges the crop made (not the
   source frame's own edges, which cut background text before reelgen saw it), text_cut_captions only boxes on a
   caption of the ground truth (the detector also fires on eyes, teeth and textures, which text_cut counts);
+  text_cut_read only boxes that the product's own PP-OCRv4 recogniser reads as text (a score of at least its
+  READ_SCORE, OCR's own rule for keeping a detected line; a line cut by the edge may read less well, so this is
+  a floor, not the count);
 - caption_cut_clips: clips where a caption of the ground truth is partly inside the crop in some frame;
 - window_margin_min / window_margin_median: over product items, the best product window's mean score (a window
   of the clip's length overlapping the product's on-screen interval by ≥ 50 %) less the best background window's
@@ -83,6 +86,7 @@ from monitoring.machine import machine_lines  # noqa: E402
 from workers.crop_paths import HELD_SHARE, FramingParams, held_span  # noqa: E402
 from workers.framing import crop_zooms  # noqa: E402
 from workers.geometry import aspect_size, lowest_terms, zoomed_size  # noqa: E402
+from workers.text_reading import READ_SCORE, strips_of  # noqa: E402
 from workers.text_regions import text_clearance  # noqa: E402
 
 DATA = ROOT / "bench" / ".data" / "quality"
@@ -319,6 +323,7 @@ class ClipScore:
     text_cut: int = 0
     text_cut_crop_edges: int = 0
     text_cut_captions: int = 0
+    text_cut_read: int = 0
 
     @property
     def inside_share(self) -> float | None:
@@ -453,13 +458,26 @@ def _clip_frames(path: Path, count: int) -> list[tuple[int, U8]]:
 
 
 _DETECTOR: Any = None
+_READER: Any = None
 
 
 def _ocr_init() -> None:
-    global _DETECTOR
+    global _DETECTOR, _READER
     from gpu_service.models.text_detect import TextDetector
+    from gpu_service.models.text_read import TextReader
 
     _DETECTOR = TextDetector(threads=1)
+    _READER = TextReader(threads=1)
+
+
+def _reads(rgb: U8, box: Rect) -> bool:
+    """Whether the recogniser reads the pixels in box (an output frame's) as text, as the product decides."""
+    x0, y0, x1, y1 = (max(0, round(v)) for v in box)
+    line = rgb[y0:y1, x0:x1]
+    if min(line.shape[:2]) < 2:
+        return False
+    scores, chars = _READER(np.stack(strips_of(line)))
+    return bool(((chars >= 1) & (scores >= READ_SCORE)).any())
 
 
 @dataclass(frozen=True)
@@ -483,6 +501,8 @@ class TextCuts:
     crop_edges: int
     #: those lying on a caption of the ground truth: text for certain, not a face or a texture the detector took
     captions: int
+    #: those the recogniser reads as text
+    read: int
 
 
 def _to_source(box: Rect, crop: dict[str, Any], job: OcrJob) -> Rect:
@@ -500,7 +520,7 @@ def _to_source(box: Rect, crop: dict[str, Any], job: OcrJob) -> Rect:
 
 def ocr_clip(job: OcrJob) -> TextCuts:
     """Text boxes touching an output frame's edge, found by the product's own text detector."""
-    cut = by_crop = on_captions = 0
+    cut = by_crop = on_captions = read = 0
     for index, rgb in _clip_frames(Path(job.clip), OCR_FRAMES):
         height, width = rgb.shape[:2]
         row = min(index, len(job.crops) - 1)
@@ -516,6 +536,7 @@ def ocr_clip(job: OcrJob) -> TextCuts:
             if not any(edges.values()):
                 continue
             cut += 1
+            read += _reads(rgb, box)
             source = _to_source(box, crop, job)
             on_captions += any(share_inside(source, as_rect(c)) >= 0.3 for c in job.captions[row])
             if job.padded:
@@ -527,7 +548,7 @@ def ocr_clip(job: OcrJob) -> TextCuts:
                 "bottom": crop["y"] + crop["h"] < job.src_h - EDGE_PX,
             }
             by_crop += any(edges[side] and made[side] for side in edges)
-    return TextCuts(cut, by_crop, on_captions)
+    return TextCuts(cut, by_crop, on_captions, read)
 
 
 def _clip_path(out: Path, item_id: str, aspect: str) -> Path:
@@ -568,11 +589,8 @@ def score_half(catalog: Path, run: RunResult) -> list[ItemScore]:
             owners.append(clip)
     with multiprocessing.get_context("spawn").Pool(2, initializer=_ocr_init) as pool:
         for clip, cuts in zip(owners, pool.map(ocr_clip, jobs, chunksize=4), strict=True):
-            clip.text_cut, clip.text_cut_crop_edges, clip.text_cut_captions = (
-                cuts.any,
-                cuts.crop_edges,
-                cuts.captions,
-            )
+            clip.text_cut, clip.text_cut_crop_edges = cuts.any, cuts.crop_edges
+            clip.text_cut_captions, clip.text_cut_read = cuts.captions, cuts.read
     return scores
 
 
@@ -616,6 +634,7 @@ def figures(scores: list[ItemScore], run: RunResult) -> dict[str, Any]:
         "text_cut": sum(c.text_cut for c in clips),
         "text_cut_crop_edges": sum(c.text_cut_crop_edges for c in clips),
         "text_cut_captions": sum(c.text_cut_captions for c in clips),
+        "text_cut_read": sum(c.text_cut_read for c in clips),
         "caption_cut_clips": sum(c.caption_cut_frames > 0 for c in clips),
         "analysis_s_per_item": round(per_item, 3),
         "analysis_s_kind": "cpu" if measured else "wall of the run",

@@ -90,10 +90,14 @@ def strip(crop: np.ndarray) -> np.ndarray:
     return out
 
 
-def _views(crop: np.ndarray) -> list[np.ndarray]:
-    if crop.shape[0] >= TALL * crop.shape[1]:
-        return [crop, np.rot90(crop).copy(), np.rot90(crop, -1).copy()]
-    return [crop]
+def strips_of(line: np.ndarray) -> list[np.ndarray]:
+    """The strips a detected line is read as: upright, and a tall one turned both ways too."""
+    views = (
+        [line, np.rot90(line).copy(), np.rot90(line, -1).copy()]
+        if line.shape[0] >= TALL * line.shape[1]
+        else [line]
+    )
+    return [strip(view) for view in views]
 
 
 def read_regions(
@@ -121,7 +125,7 @@ def read_regions(
             for k, box in {region[at[pick]] for pick in picks}:
                 line = pixels_in(frames_rgb[k], box, sx, sy)
                 if min(line.shape[:2]) >= 2:
-                    strips += [(r, strip(view)) for view in _views(line)]
+                    strips += [(r, one) for one in strips_of(line)]
         glimpsed = [False] * len(regions)
         if strips:
             out = infer.infer(READ_MODEL, np.stack([line for _, line in strips]), key)

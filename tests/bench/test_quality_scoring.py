@@ -65,3 +65,27 @@ def test_a_crop_sized_to_end_above_a_caption_counts_as_separating_it() -> None:
     assert separable((180, 100, 438, 300), [caption], 640, 480, NINE_SIXTEEN)
     # lower, into that clearance, no crop separates the product from the caption
     assert not separable((180, 250, 438, 460), [caption], 640, 480, NINE_SIXTEEN)
+
+
+def test_text_at_an_edge_counts_as_read_on_a_caption_and_not_on_a_face() -> None:
+    """text_cut_read: of the detector's boxes at an output frame's edge, those the recogniser reads. A real face
+    cut by the frame's edge fires the detector without reading; a caption cut by it still reads."""
+    from bench import quality
+    from tests.workers.test_text_reading import SIDE, _portrait
+
+    quality._ocr_init()
+    face = _portrait(12.0, 12.05)[0]
+    captioned = _portrait(12.0, 12.05, caption=True)[0]
+    # output frames cut by a crop: the face's right half, the caption's left end cut off at x = 0
+    cut_face, cut_caption = face[:, SIDE // 2 :], captioned[:, 60:]
+    at_edge = [
+        (frame, box)
+        for frame in (cut_face, cut_caption)
+        for box in quality._DETECTOR(frame[None])[0]
+        if box[0] <= quality.EDGE_PX or box[2] >= frame.shape[1] - quality.EDGE_PX
+    ]
+    on_face = [box for frame, box in at_edge if frame is cut_face]
+    on_caption = [box for frame, box in at_edge if frame is cut_caption and box[1] < 260]
+    assert on_face and on_caption
+    assert not any(quality._reads(cut_face, box) for box in on_face)
+    assert all(quality._reads(cut_caption, box) for box in on_caption)

@@ -438,21 +438,26 @@ def _plan_aspect(
     params: FramingParams,
     regions: list[Box],
     stand_ins: frozenset[float] = frozenset(),
+    every_text: TextTrack | None = None,
 ) -> FramingPlan:
     """Crop first: the aspect's largest crop, else a smaller one (params.zooms) placed to pass captions at the
     frame's edge, follows the subject as well as text safety and the motion bounds allow. The clip is
     letterboxed (the shown region widened) only when no such crop will do: the product is larger than the
     crop, or text keeps the crop off a product that would fit, at more than pad_share of the keys, or every
-    crop cuts text. A face or a salient region standing in for a product not found justifies only the last."""
+    crop cuts text. A face or a salient region standing in for a product not found justifies only the last.
+    A letterboxed region holds every text region whole or leaves it out, print on the product too (every_text,
+    by default track): it holds the product, print and all, so that costs it nothing but a caption the product
+    covers, which as print it would have cut."""
     text_margin = params.text_margin * min(width, height)
     # subject samples this far beyond a window edge (not a cut) still describe the same shot
     reach = max(1.0, params.key_step_s)
 
     # the same line's segments are asked for again (the fallbacks below plan lines the loop tried)
-    built: dict[tuple[CropLine, bool, float], list[Segment]] = {}
+    built: dict[tuple[CropLine, int, float], list[Segment]] = {}
 
     def segments_on(line: CropLine, text: TextTrack, grow: float = 0.0) -> list[Segment]:
-        key = (line, text is track, grow)
+        # the tracks asked about (track, every_text, none) live as long as the plan: their ids tell them apart
+        key = (line, id(text), grow)
         if key not in built:
             built[key] = _segments_on(line, text, grow)
         return built[key]
@@ -546,7 +551,9 @@ def _plan_aspect(
             and _too_big(segments_on(line, no_text), line, 1.0)[1] > params.pad_share * keys
         ):
             continue  # a region the subject does not fit either
-        padded = _plan_line(line, segments_on(line, track, params.zoom_margin), params, params.subject_miss)
+        padded = _plan_line(
+            line, segments_on(line, every_text or track, params.zoom_margin), params, params.subject_miss
+        )
         if padded is not None:
             return padded.framing(size, regions, reason=reason)
     # the last candidate is the whole frame, where every region is inside (clipped to the frame)
@@ -591,12 +598,15 @@ def plan_framing(
     # in for a product not found it is a caption, and stays a constraint
     stand_in_times = frozenset(stand_ins)
     track = TextTrack(text, [(t, b) for t, b in subject if t not in stand_in_times])
+    every_text = TextTrack(text)
     segments = _segments(start, end, cuts)
     regions = text_union(text, start, end)
     plans: dict[str, FramingPlan] = {}
     for aspect in aspects:
         size = aspect_size(aspect, width, height, max_side)
-        plan = _plan_aspect(size, width, height, segments, subject, track, params, regions, stand_in_times)
+        plan = _plan_aspect(
+            size, width, height, segments, subject, track, params, regions, stand_in_times, every_text
+        )
         plans[size.label] = plan if origin is None else origin.back(plan)
     return plans
 

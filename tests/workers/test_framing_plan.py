@@ -676,3 +676,22 @@ def test_a_crop_sized_between_a_top_corner_price_and_a_bottom_caption_is_placed_
         rect = path(t)
         assert not any(cuts_box(rect, box, 6, (720, 720)) for box in on_screen(t)), (t, rect)
         assert holds(rect, box_at(located, t)), (t, rect)
+
+
+def test_a_letterboxed_region_holds_a_caption_the_product_covers_throughout() -> None:
+    """A product too large for the crop covers a caption across the frame's foot at every sample (bench/quality.py's
+    tuning half, a 4:3 item letterboxed in 1:1): the caption reads as print on the product, which frees a crop
+    to pass through it. A letterboxed region holds the product anyway, so it holds the caption whole too:
+    before, the region started inside the caption and cut its first letters."""
+    caption = (60.0, 300.0, 420.0, 330.0)
+
+    def box(t: float) -> Box:
+        x = 100 + 20 * np.sin(t)
+        return (float(x), 20.0, float(x) + 540, 360.0)
+
+    text = [(float(t), [caption]) for t in np.arange(1.5, 7.51, 0.5)]
+    plans = plan_framing(2.0, 7.0, W, H, [(1, 1), (9, 16)], sampled(box, 2.0, 7.0, 2.0), text)
+    for plan in plans.values():
+        assert plan.padded
+        for t in frame_times(2.0, 7.0):
+            assert not cuts_box(plan.crop_path()(t), caption)

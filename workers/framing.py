@@ -495,36 +495,38 @@ def _plan_aspect(
             for z_line in _zoomed(size, width, height, z, regions, subject_boxes, text_margin)
         ),
     ]
-    for zoom, line in lines:
-        # a smaller crop leaves less room for error in the subject's box: it must hold the box grown by a margin
-        grow = 0.0 if zoom == 1 else params.zoom_margin
+    # the planning keys are the same on every line (the letterbox regions below count against them too)
+    keys = _too_big(segments_on(crop, no_text), crop)[0]
+    limit = params.pad_share * keys
+
+    def attempt(zoom: float, line: CropLine, grow: float) -> FramingPlan | None:
+        """The line's plan if it follows the subject past the text, holding its box grown by grow (a share of
+        its size, as far as the crop has room); None, with the reason added to failed, if not."""
         bare = segments_on(line, no_text, grow)
-        # the planning keys are the same on every line (the letterbox regions below count against them too);
         # a smaller crop is a choice: it must be able to hold the whole subject, not only its held share (the
         # margin it must hold is only what room the crop has: without this, the smallest crop passed a subject
         # longer than itself)
-        keys, too_big = _too_big(bare, line, held=HELD_SHARE if zoom == 1 else 1.0)
-        limit = params.pad_share * keys
+        too_big = _too_big(bare, line, held=HELD_SHARE if zoom == 1 else 1.0)[1]
         # a face or a salient region standing in for a product not found is cropped however large
         if too_big > limit and not stand_in_only:
             # a smaller crop is only tried past text: the subject too big for it is one text keeps out
             failed.add(PAD_SUBJECT_TOO_BIG if zoom == 1 else PAD_TEXT_AND_SUBJECT)
-            continue
+            return None
         # a smaller crop is a choice, not the rule: it must hold the subject, whatever makes it miss; across its
         # moving axis that is the subject's own box (the margin only steers the path), known before planning
         across = _across_misses(segments_on(line, no_text), line) if zoom < 1 else 0
         if across > limit and not stand_in_only:
             failed.add(PAD_TEXT_AND_SUBJECT)
-            continue
+            return None
         if zoom < 1 and not stand_in_only and _forced(segments_on(line, track, grow), line) + across > limit:
             # keys where every text-safe position misses the subject are misses on any path: too many rule the
             # smaller crop out without planning it (most of those sized to pass a caption fail so)
             failed.add(PAD_TEXT_AND_SUBJECT)
-            continue
+            return None
         cropped = _plan_line(line, segments_on(line, track, grow), params, miss_share=1.0)
         if cropped is None:
             failed.add(PAD_NO_TEXT_SAFE_CROP)
-            continue
+            return None
         if stand_in_only or cropped.misses + across <= limit:
             return cropped.framing(size, regions, zoom)
         if zoom == 1:
@@ -536,6 +538,13 @@ def _plan_aspect(
         if cropped.within(limit - across):
             return cropped.framing(size, regions, zoom)
         failed.add(PAD_TEXT_AND_SUBJECT)
+        return None
+
+    for zoom, line in lines:
+        # a smaller crop leaves less room for error in the subject's box: it must hold the box grown by a margin
+        plan = attempt(zoom, line, 0.0 if zoom == 1 else params.zoom_margin)
+        if plan is not None:
+            return plan
     if PAD_SUBJECT_TOO_BIG not in failed:
         # no one crop follows the subject past the text: one that jumps inside a shot, as at a cut, to another
         # place or size may (the product crossing the frame past a corner caption, or near and then far)
@@ -543,6 +552,12 @@ def _plan_aspect(
         mixed = _plan_lanes(shots, params, miss_share=1.0, jumps=True)
         if mixed is not None and mixed.within(limit):
             return mixed.framing(size, regions, mixed.zoom)
+    # a smaller crop holding the subject with half the margin still beats a letterbox: between a caption it
+    # must hold and one it must leave out, the full margin on both sides may be the few pixels it lacks
+    for zoom, line in lines[1:]:
+        plan = attempt(zoom, line, params.zoom_margin / 2)
+        if plan is not None:
+            return plan
     reason = _pad_reason(failed)
     for line in wider:
         # a region shorter than the whole subject (not only its held share) at too many keys is passed over

@@ -695,3 +695,24 @@ def test_a_letterboxed_region_holds_a_caption_the_product_covers_throughout() ->
         assert plan.padded
         for t in frame_times(2.0, 7.0):
             assert not cuts_box(plan.crop_path()(t), caption)
+
+
+def test_a_smaller_crop_between_a_caption_it_holds_and_one_it_leaves_out_takes_half_the_margin() -> None:
+    """A square source whose product stands on two bottom captions (as in bench/quality.py's tuning half): a
+    3:4 crop must hold the left one, which the product overlaps but leaves behind as it moves, and leave the
+    right one out. The largest crop is too wide to; a smaller one holds the product, but not with the full
+    margin on its right once it moves right, at most keys: with half the margin on each side the clip is
+    cropped, where it was letterboxed."""
+    held, left_out = (30.0, 528.0, 253.0, 603.0), (470.0, 560.0, 614.0, 609.0)
+
+    def product(t: float) -> Box:
+        x = 80 + 20 * np.sin(1.3 * t)
+        return (float(x), 264.0, float(x) + 300, 640.0)
+
+    text = [(float(t), [held, left_out]) for t in np.arange(1.5, 7.51, 0.5)]
+    plan = plan_framing(2.0, 7.0, 640, 640, [(3, 4)], sampled(product, 2.0, 7.0, 2.0), text)["3:4"]
+    assert not plan.padded and plan.zoom < 1
+    for t in frame_times(2.0, 7.0):
+        rect = plan.crop_path()(t)
+        assert holds(rect, product(t)) and holds(rect, held)
+        assert rect.x + rect.w <= left_out[0]

@@ -42,4 +42,6 @@ except PackageNotFoundError:  # running from a source tree that was never instal
 #     and teeth), read by PP-OCRv4's recogniser.
 # 24: analysis decodes without the in-loop deblocking filter; the picture inside black bars keeps a caption's
 #     surround, not only its glyphs.
-PIPELINE_VERSION = "24"
+# 25: a letterboxed region holds print on the product whole too (a caption the product covers throughout was cut
+#     as print); before letterboxing, smaller crops are tried again with half the margin round the product.
+PIPELINE_VERSION = "25"

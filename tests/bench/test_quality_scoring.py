@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from bench import quality
 from bench.quality import largest_crop, separable, window_margin
+from tests.support.portrait import SIDE, portrait
 
 
 def test_the_margin_is_the_best_product_window_less_the_best_background_window() -> None:
@@ -70,12 +72,9 @@ def test_a_crop_sized_to_end_above_a_caption_counts_as_separating_it() -> None:
 def test_text_at_an_edge_counts_as_read_on_a_caption_and_not_on_a_face() -> None:
     """text_cut_read: of the detector's boxes at an output frame's edge, those the recogniser reads. A real face
     cut by the frame's edge fires the detector without reading; a caption cut by it still reads."""
-    from bench import quality
-    from tests.workers.test_text_reading import SIDE, _portrait
-
     quality._ocr_init()
-    face = _portrait(12.0, 12.05)[0]
-    captioned = _portrait(12.0, 12.05, caption=True)[0]
+    face = portrait(12.0, 12.05)[0]
+    captioned = portrait(12.0, 12.05, caption=True)[0]
     # output frames cut by a crop: the face's right half, the caption's left end cut off at x = 0
     cut_face, cut_caption = face[:, SIDE // 2 :], captioned[:, 60:]
     at_edge = [

@@ -9,7 +9,6 @@ from fractions import Fraction
 from pathlib import Path
 
 import av
-import cv2
 import numpy as np
 import pytest
 
@@ -18,7 +17,7 @@ from gpu_service.models.text_strip import STRIP_HEIGHT
 from gpu_service.priority import PriorityKey
 from reelgen.catalog_entry import CatalogEntry
 from reelgen.settings import load_settings
-from tests.real_media import feat_pexels_portrait
+from tests.support.portrait import CAPTION, SIDE, portrait
 from workers.framing import PAD_TEXT_AND_SUBJECT
 from workers.geometry import iou
 from workers.pipeline import Analysis, Decoding, frame_window
@@ -28,11 +27,6 @@ from workers.video import VideoSource
 from workers.windows import Window
 
 KEY = PriorityKey(0.0, 0.0)
-SIDE = 720
-#: the portrait clip's woman, her face filling a square frame as a square video "covering" it shows her
-CUT = slice(140, 500)
-#: a caption drawn on the wall beside her
-CAPTION = (20, 150, 330, 240)
 
 
 @pytest.fixture(scope="module")
@@ -40,42 +34,10 @@ def model() -> LocalInference:
     return LocalInference()
 
 
-def _portrait(start_s: float, end_s: float, caption: bool = False) -> list[np.ndarray]:
-    """RGB frames of the real portrait clip from start_s to end_s, cut square and scaled to SIDE."""
-    path = feat_pexels_portrait()
-    assert path is not None, "python -m tests.fetch_real_media"
-    capture = cv2.VideoCapture(str(path))
-    capture.set(cv2.CAP_PROP_POS_MSEC, start_s * 1000)
-    frames = []
-    while capture.get(cv2.CAP_PROP_POS_MSEC) < end_s * 1000:
-        ok, bgr = capture.read()
-        if not ok:
-            break
-        rgb = cv2.cvtColor(
-            cv2.resize(bgr[:, CUT], (SIDE, SIDE), interpolation=cv2.INTER_CUBIC), cv2.COLOR_BGR2RGB
-        )
-        if caption:
-            x0, y0, x1, y1 = CAPTION
-            cv2.rectangle(rgb, (x0, y0), (x1, y1), (255, 255, 255), -1)
-            cv2.putText(
-                rgb,
-                "SALE 50%",
-                (x0 + 14, y1 - 28),
-                cv2.FONT_HERSHEY_DUPLEX,
-                1.6,
-                (20, 20, 20),
-                3,
-                cv2.LINE_AA,
-            )
-        frames.append(rgb)
-    capture.release()
-    return frames
-
-
 def test_a_faces_eyes_and_teeth_taken_for_text_do_not_read_and_a_caption_does(model: LocalInference) -> None:
     times = (10.0, 11.0, 12.0, 13.0, 14.0)
-    face = [_portrait(t, t + 0.05)[0] for t in times]
-    captioned = [_portrait(t, t + 0.05, caption=True)[0] for t in times]
+    face = [portrait(t, t + 0.05)[0] for t in times]
+    captioned = [portrait(t, t + 0.05, caption=True)[0] for t in times]
     face_boxes, caption_boxes = detect_text(model, face, KEY), detect_text(model, captioned, KEY)
     on_face = [b for boxes in face_boxes for b in boxes]
     captions = [b for boxes in caption_boxes for b in boxes if iou(b, CAPTION) > 0.5]
@@ -133,7 +95,7 @@ def _framed(model: LocalInference, video: Path) -> Analysis:
 def test_a_clip_letterboxed_only_for_a_face_taken_for_text_is_cropped_past_it(
     model: LocalInference, tmp_path: Path
 ) -> None:
-    framed = _framed(model, _video(tmp_path / "face.mp4", _portrait(9.0, 15.0)))
+    framed = _framed(model, _video(tmp_path / "face.mp4", portrait(9.0, 15.0)))
     # her eye and teeth are text regions of the window, not read as text; the 16:9 crop passes them
     assert framed.unread_text_boxes and all(
         any(iou(u, b) > 0.5 for b in framed.text_boxes) for u in framed.unread_text_boxes
@@ -142,6 +104,6 @@ def test_a_clip_letterboxed_only_for_a_face_taken_for_text_is_cropped_past_it(
     assert not framed.padded["16:9"] and "16:9" not in framed.padded_reason
 
     # a caption on the wall beside her reads as text: with it the 16:9 clip stays letterboxed
-    captioned = _framed(model, _video(tmp_path / "caption.mp4", _portrait(9.0, 15.0, caption=True)))
+    captioned = _framed(model, _video(tmp_path / "caption.mp4", portrait(9.0, 15.0, caption=True)))
     assert captioned.padded["16:9"] and captioned.padded_reason["16:9"] == PAD_TEXT_AND_SUBJECT
     assert "16:9" not in captioned.past_unread_text

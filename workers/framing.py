@@ -437,8 +437,8 @@ def _plan_aspect(
     track: TextTrack,
     params: FramingParams,
     regions: list[Box],
-    stand_ins: frozenset[float] = frozenset(),
-    every_text: TextTrack | None = None,
+    stand_ins: frozenset[float],
+    every_text: TextTrack,
 ) -> FramingPlan:
     """Crop first: the aspect's largest crop, else a smaller one (params.zooms) placed to pass captions at the
     frame's edge, follows the subject as well as text safety and the motion bounds allow. The clip is
@@ -446,7 +446,7 @@ def _plan_aspect(
     crop, or text keeps the crop off a product that would fit, at more than pad_share of the keys, or every
     crop cuts text. A face or a salient region standing in for a product not found justifies only the last.
     A letterboxed region holds every text region whole or leaves it out, print on the product too (every_text,
-    by default track): it holds the product, print and all, so that costs it nothing but a caption the product
+    where track leaves print out): it holds the product, print and all, so that costs it nothing but a caption the product
     covers, which as print it would have cut."""
     text_margin = params.text_margin * min(width, height)
     # subject samples this far beyond a window edge (not a cut) still describe the same shot
@@ -502,6 +502,13 @@ def _plan_aspect(
     def attempt(zoom: float, line: CropLine, grow: float) -> FramingPlan | None:
         """The line's plan if it follows the subject past the text, holding its box grown by grow (a share of
         its size, as far as the crop has room); None, with the reason added to failed, if not."""
+        # a smaller crop is a choice, not the rule: it must hold the subject, whatever makes it miss; across its
+        # moving axis that is the subject's own box (the margin only steers the path), known before planning
+        # and whatever the margin (checked first: the second pass's margin need not build segments for it)
+        across = _across_misses(segments_on(line, no_text), line) if zoom < 1 else 0
+        if across > limit and not stand_in_only:
+            failed.add(PAD_TEXT_AND_SUBJECT)
+            return None
         bare = segments_on(line, no_text, grow)
         # a smaller crop is a choice: it must be able to hold the whole subject, not only its held share (the
         # margin it must hold is only what room the crop has: without this, the smallest crop passed a subject
@@ -511,12 +518,6 @@ def _plan_aspect(
         if too_big > limit and not stand_in_only:
             # a smaller crop is only tried past text: the subject too big for it is one text keeps out
             failed.add(PAD_SUBJECT_TOO_BIG if zoom == 1 else PAD_TEXT_AND_SUBJECT)
-            return None
-        # a smaller crop is a choice, not the rule: it must hold the subject, whatever makes it miss; across its
-        # moving axis that is the subject's own box (the margin only steers the path), known before planning
-        across = _across_misses(segments_on(line, no_text), line) if zoom < 1 else 0
-        if across > limit and not stand_in_only:
-            failed.add(PAD_TEXT_AND_SUBJECT)
             return None
         if zoom < 1 and not stand_in_only and _forced(segments_on(line, track, grow), line) + across > limit:
             # keys where every text-safe position misses the subject are misses on any path: too many rule the
@@ -567,7 +568,7 @@ def _plan_aspect(
         ):
             continue  # a region the subject does not fit either
         padded = _plan_line(
-            line, segments_on(line, every_text or track, params.zoom_margin), params, params.subject_miss
+            line, segments_on(line, every_text, params.zoom_margin), params, params.subject_miss
         )
         if padded is not None:
             return padded.framing(size, regions, reason=reason)

@@ -112,9 +112,15 @@ def measure(localise: ModuleType, catalog: Path, show_items: bool) -> dict[str, 
         marks = []
         frames = _frames(folder / entry["video"], item, localise.LOCATE_SIDE)
         started = time.process_time()
-        found = [locator.locate(frame, size) for _, frame in frames]
+        pictures = [frame for _, frame in frames]
+        # a run of samples at once where the locator takes one (it searches some of them more finely)
+        found = (
+            locator.locate_all(pictures, size)
+            if hasattr(locator, "locate_all")
+            else [locator.locate(picture, size) for picture in pictures]
+        )
         if hasattr(localise, "follow"):
-            found = localise.follow([frame for _, frame in frames], found, size)
+            found = localise.follow(pictures, found, size)
         # the locator's per-video pass, where it has one
         boxes = (
             localise.whole_boxes(found, size) if hasattr(localise, "whole_boxes") else [f.box for f in found]

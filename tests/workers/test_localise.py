@@ -271,6 +271,63 @@ def test_a_product_seen_small_is_found(name: str) -> None:
     assert all(locator.locate(b, (768, 432)).box is None for b in backgrounds)
 
 
+@pytest.mark.parametrize("name", ["cat", "coffee", "cat_mug"])
+def test_a_product_seen_tiny_is_found_on_the_frame_scaled_up(name: str) -> None:
+    """A product 32–44 px tall in a 768 px frame (a car seen across a room): ORB describes a keypoint by the
+    31 px patch round it, which holds more of the background than of the product; the frame's keypoints alone
+    found 0 of 12 at 32 and at 40 px."""
+    photo = _photo(name)
+    locator = ProductLocator(photo)
+    rng = np.random.default_rng(5)
+    backgrounds = [cv2.resize(b, (768, 432), interpolation=cv2.INTER_LINEAR) for b in _backgrounds()]
+    hits = 0
+    for k in range(12):
+        frame, truth = _pasted(
+            photo, np.full(photo.shape[:2], 255, np.uint8), backgrounds[k % len(backgrounds)], rng,
+            rng.uniform(32, 44), (0.75, 1.2),
+        )  # fmt: skip
+        found = locator.locate(frame, (768, 432)).box
+        hits += found is not None and _iou(found, truth) > 0.5
+    assert hits >= 10, hits
+    assert all(locator.locate(b, (768, 432)).box is None for b in backgrounds)
+
+
+def test_a_run_of_samples_is_searched_scaled_up_around_where_that_finds_a_tiny_product(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Twelve samples, the product 36 px tall in the middle six and a street alone in the rest: it is found in
+    all six. The frames scaled up (a search costing twice the rest) are searched in every other street-only
+    sample, and in the first one past the product, where the search outwards from it stops."""
+    photo = _photo("coffee")
+    locator = ProductLocator(photo)
+    rng = np.random.default_rng(9)
+    streets = [cv2.resize(b, (768, 432), interpolation=cv2.INTER_LINEAR) for b in _backgrounds(every=25)]
+    frames, truths = [], []
+    for k in range(12):
+        street = streets[k % len(streets)]
+        frame, truth = (
+            _pasted(photo, np.full(photo.shape[:2], 255, np.uint8), street, rng, 36.0, (0.8, 1.2))
+            if 3 <= k < 9
+            else (street.copy(), None)
+        )
+        frames.append(frame)
+        truths.append(truth)
+    searched: list[int] = []
+    fine = ProductLocator._fine
+
+    def counted(self: ProductLocator, frame: np.ndarray, grey: np.ndarray | None = None) -> object:
+        searched.append(next(k for k, f in enumerate(frames) if f is frame))
+        return fine(self, frame, grey)
+
+    monkeypatch.setattr(ProductLocator, "_fine", counted)
+    found = locator.locate_all(frames, (768, 432))
+    held = [f.box is not None and _iou(f.box, t) > 0.5 for f, t in zip(found, truths, strict=True) if t]
+    assert held == [True] * 6, held
+    assert [f.box for f, t in zip(found, truths, strict=True) if t is None] == [None] * 6
+    assert sorted(k for k in searched if truths[k] is None) == [0, 2, 9, 10]
+    assert all(locator.locate(frame, (768, 432), fine=False).box is None for frame in frames)
+
+
 @pytest.mark.parametrize(
     ("scene", "name"), [("hubble", "cat"), ("hubble", "coffee"), ("city", "coffee"), ("city", "cat_mug")]
 )

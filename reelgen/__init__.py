@@ -44,4 +44,6 @@ except PackageNotFoundError:  # running from a source tree that was never instal
 #     surround, not only its glyphs.
 # 25: a letterboxed region holds print on the product whole too (a caption the product covers throughout was cut
 #     as print); before letterboxing, smaller crops are tried again with half the margin round the product.
-PIPELINE_VERSION = "25"
+# 26: a product the frame's features miss is searched for on the frame scaled up twice (every other sample of a
+#     run, and outwards from where that finds it): a product a tenth of the frame tall is found.
+PIPELINE_VERSION = "26"

@@ -17,8 +17,9 @@ keypoints kept). A product seen smaller than the main image's keypoint pyramid r
 keypoints of a small copy of the image, where the image's own find nothing. A product a tenth of a frame's
 height or less is smaller than the patch ORB describes a keypoint by, and the frame's keypoints there describe
 the background round it as much: where they find nothing, the frame scaled up twice is searched again
-(bench/locate.py's tuning half: product frames found 762 → 805 of 1215, items never found 32 → 25, frames
-without the product where something was found 2 → 2). Plain, low-texture products have
+(on every other sample of a run where nothing was found, and outwards from where that finds it: bench/locate.py's
+tuning half, product frames found 762 → 795 of 1215, items never found 32 → 28, frames without the product
+where something was found 2 → 2). Plain, low-texture products have
 too few keypoints for that, and a textured one seen small or blurred loses them; there the product's colours
 (a hue–saturation histogram of its own pixels: a studio shot's foreground, or the product cut cleanly out of a
 photo to its edges) give a blob, trusted less, where the product has colours at all and the blob's pixels look
@@ -279,13 +280,7 @@ class ProductLocator:
     def locate(self, frame: np.ndarray, source_size: tuple[int, int], *, fine: bool = True) -> Located:
         """The product in an RGB frame of the source (any size), its box scaled to source_size (width, height);
         fine: where the frame's features find nothing, those of the frame scaled up are searched too."""
-        frame = _at_locate_side(frame)
-        found = self._by_features(frame, fine) if self.textured else None
-        if found is None and self.colourful and self._look is not None:
-            found = self._by_colour(frame, looked=True)
-        if found is None and self._silhouette is not None:
-            found = self._by_silhouette(frame)
-        return _in_source(found, frame.shape, source_size)
+        return self._located(_at_locate_side(frame), source_size, fine)
 
     def locate_all(self, frames: Sequence[np.ndarray], source_size: tuple[int, int]) -> list[Located]:
         """The product in a run of samples (RGB, in time order), each located on its own; the frame scaled up
@@ -293,15 +288,18 @@ class ProductLocator:
         search finds the product in, while it keeps finding it: a product seen small stays on screen for
         seconds, and most samples where nothing is found are of other scenes, where the search finds nothing
         at twice the cost of the rest."""
-        found = [self.locate(frame, source_size, fine=False) for frame in frames]
+        scaled = [_at_locate_side(frame) for frame in frames]
+        found = [self._located(frame, source_size, fine=False) for frame in scaled]
         if not self.textured:
             return found
         tried = [f.box is not None for f in found]
 
         def search(k: int) -> bool:
             tried[k] = True
-            frame = _at_locate_side(frames[k])
-            found[k] = _in_source(self._fine(frame), frame.shape, source_size)
+            frame = scaled[k]
+            found[k] = _in_source(
+                self._fine(frame, cv2.cvtColor(frame, cv2.COLOR_RGB2GRAY)), frame.shape, source_size
+            )
             return found[k].box is not None
 
         for k in range(0, len(frames), FINE_EVERY):
@@ -313,15 +311,22 @@ class ProductLocator:
                     j += step
         return found
 
+    def _located(self, frame: np.ndarray, source_size: tuple[int, int], fine: bool) -> Located:
+        """locate, on a frame already at LOCATE_SIDE."""
+        found = self._by_features(frame, fine) if self.textured else None
+        if found is None and self.colourful and self._look is not None:
+            found = self._by_colour(frame, looked=True)
+        if found is None and self._silhouette is not None:
+            found = self._by_silhouette(frame)
+        return _in_source(found, frame.shape, source_size)
+
     def _by_features(self, frame: np.ndarray, fine: bool) -> Located | None:
         grey = cv2.cvtColor(frame, cv2.COLOR_RGB2GRAY)
         found = self._features_in(frame, grey, self._orb, 1.0)
         return self._fine(frame, grey) if found is None and fine else found
 
-    def _fine(self, frame: np.ndarray, grey: np.ndarray | None = None) -> Located | None:
-        """The product by the keypoints of the frame scaled up FINE_SCALE times."""
-        if grey is None:
-            grey = cv2.cvtColor(frame, cv2.COLOR_RGB2GRAY)
+    def _fine(self, frame: np.ndarray, grey: np.ndarray) -> Located | None:
+        """The product by the keypoints of the frame (grey: its grey) scaled up FINE_SCALE times."""
         fine = cv2.resize(grey, None, fx=FINE_SCALE, fy=FINE_SCALE, interpolation=cv2.INTER_LINEAR)
         return self._features_in(frame, fine, self._fine_orb, FINE_SCALE)
 

@@ -315,7 +315,7 @@ def test_a_run_of_samples_is_searched_scaled_up_around_where_that_finds_a_tiny_p
     searched: list[int] = []
     fine = ProductLocator._fine
 
-    def counted(self: ProductLocator, frame: np.ndarray, grey: np.ndarray | None = None) -> object:
+    def counted(self: ProductLocator, frame: np.ndarray, grey: np.ndarray) -> object:
         searched.append(next(k for k, f in enumerate(frames) if f is frame))
         return fine(self, frame, grey)
 

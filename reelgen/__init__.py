@@ -46,4 +46,6 @@ except PackageNotFoundError:  # running from a source tree that was never instal
 #     as print); before letterboxing, smaller crops are tried again with half the margin round the product.
 # 26: a product the frame's features miss is searched for on the frame scaled up twice (every other sample of a
 #     run, and outwards from where that finds it): a product a tenth of the frame tall is found.
-PIPELINE_VERSION = "26"
+# 27: a plain product's template match is narrowed to a blob of its colours only where the blob looks like it
+#     (a re-lit apple's match was narrowed to the face beside it).
+PIPELINE_VERSION = "27"

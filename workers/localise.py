@@ -460,16 +460,23 @@ class ProductLocator:
     def colour_near(self, frame: np.ndarray, source_size: tuple[int, int], near: Box) -> Box | None:
         """The blob of the product's colours that overlaps near (a box other evidence gives, source pixels) in an
         RGB frame of the source, in source pixels; None where the product's own pixels are unknown or no such
-        blob is there. A plain product's colours alone are no evidence where its photo runs to its edges (an
-        apple's reds are a face's too: by hue and saturation the two are as alike as two views of the apple),
-        but where the template's match says the product is, they give its extent better than the match's box,
-        which is the whole photo's at one of a few fixed scales."""
-        if self._own is None:
+        blob is there that looks like the product's own pixels (LOOK_NCC). A plain product's colours alone are
+        no evidence where its photo runs to its edges (an apple's reds are a face's too: by hue and saturation
+        the two are as alike as two views of the apple), but where the template's match says the product is,
+        they give its extent better than the match's box, which is the whole photo's at one of a few fixed
+        scales. Only where the blob looks like the product: the match's box also overlaps what stands next to
+        the product, and a re-lit apple's colours were the face beside it, not the apple (bench/quality.py's
+        development half, an apple's samples through this path: boxes holding 90 % of it 121 → 127 of 260,
+        over 1.5 times its area 10 → 6; where no blob looks like it, the match's box stands). The blob is not
+        grown here: the match has placed the product, the blob only sizes it."""
+        if self._look is None:
             return None
         frame = _at_locate_side(frame)
         sx, sy = frame.shape[1] / source_size[0], frame.shape[0] / source_size[1]
         found = self._by_colour(frame, scale_box(near, sx, sy))
-        return None if found is None or found.box is None else scale_box(found.box, 1 / sx, 1 / sy)
+        if found is None or found.box is None or _likeness(self._look, frame, found.box) < LOOK_NCC:
+            return None
+        return scale_box(found.box, 1 / sx, 1 / sy)
 
     def _by_colour(self, frame: np.ndarray, near: Box | None = None, looked: bool = False) -> Located | None:
         """The largest blob of the product's colours in the frame, or the largest overlapping near; looked,

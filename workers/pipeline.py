@@ -235,7 +235,8 @@ def score_samples(
     features lose it: workers.localise.follow, over these frames, which are one segment's samples in time
     order); the template scorer's own box is used only for a plain, colourful product it matches strongly (a
     grey one's match lands on grey walls and roads as readily: only its outline places it), narrowed to the
-    blob of the product's colours there where its own pixels are known (ProductLocator.colour_near).
+    blob of the product's colours there where its own pixels are known and the blob looks like them
+    (ProductLocator.colour_near).
     """
     size = (info.width, info.height)
     small = [(f.t, _at_width(f.rgb, analysis_width(info))) for f in frames]

@@ -547,6 +547,21 @@ def test_a_plain_product_cut_out_of_its_photo_is_boxed_by_its_colours_where_the_
         assert area <= 1.3 * w * h, (truth, found)
 
 
+def test_a_blob_of_a_plain_products_colours_near_its_match_is_passed_over_where_it_looks_otherwise() -> None:
+    """The template's match also overlaps what stands next to the product: where its box lies on a face or a
+    spacesuit, their blobs of the apple's colours (skin, the suit's shading) do not look like the apple, and no
+    box is given for them (the match's own box then stands)."""
+    photo, _ = _apple()
+    locator = ProductLocator(photo)
+    for picture in (feat_single_face_photo, skimage_astronaut):
+        located = picture()
+        assert located is not None, "python -m tests.fetch_real_media"
+        frame = _read(located)
+        h, w = frame.shape[:2]
+        for near in [(0, 0, w, h), (0.25 * w, 0.1 * h, 0.75 * w, 0.9 * h), (0.5 * w, 0, w, h)]:
+            assert locator.colour_near(frame, (w, h), near) is None, (picture.__name__, near)
+
+
 def test_a_plain_product_cut_out_of_its_photo_is_found_where_its_colours_look_like_it() -> None:
     """The same apple with no match to go by: the blob of its own colours counts where its pixels there
     correlate with the apple's (the faces of the test above do not). Most placements are found, and a found

@@ -48,4 +48,6 @@ except PackageNotFoundError:  # running from a source tree that was never instal
 #     run, and outwards from where that finds it): a product a tenth of the frame tall is found.
 # 27: a plain product's template match is narrowed to a blob of its colours only where the blob looks like it
 #     (a re-lit apple's match was narrowed to the face beside it).
-PIPELINE_VERSION = "27"
+# 28: a main image that is a scene (the product among other things) is found through the part of it that a run
+#     of samples shows: its solid, one-colour parts are looked for in turn where the whole photo is found nowhere.
+PIPELINE_VERSION = "28"

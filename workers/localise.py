@@ -29,7 +29,11 @@ look, in 1). A blob often holds only the product's lit side: it grows over the n
 fainter colour match while that makes it look more like the product. A plain grey or dark product has only its
 outline to go by: it is found where the pixels inside its silhouette stand out from those round it (a dark
 tumbler against a wall), and not in a busy scene, where they rarely do and many things stand out as much (the
-crop then follows faces or saliency). Where the features lose a product for a sample or two (a swing blurs it,
+crop then follows faces or saliency). A photo of the product among other things (a toy on a shelf of toys)
+is found whole in no frame of a video of the toy alone: where nothing of it is found in a run of samples, each
+of its parts (regions of one colour that are solid things, with colours of their own) is looked for as a
+product of its own, and the part found in the most samples, at least three, is the product (bench/locate.py's
+development half, where a teal whale is one of a shelf's toys: items never found 25 → 18). Where the features lose a product for a sample or two (a swing blurs it,
 a hand covers its print, it turns a side the main image does not show), follow finds the product's own pixels
 from the neighbouring sample again, and only there: its colour, and the way back to where it came from, must
 agree. Pure: arrays in, boxes out.
@@ -191,10 +195,121 @@ def cut_out(image: np.ndarray) -> np.ndarray | None:
     )
 
 
-class ProductLocator:
-    """Built once per item from its main image (RGB); `locate` per analysed frame."""
+#: a frame's keypoints: their positions (frame pixels) and ORB descriptors
+_Keys = tuple[np.ndarray, np.ndarray]
 
-    def __init__(self, main_image: np.ndarray) -> None:
+
+def _grey(frame: np.ndarray) -> np.ndarray:
+    return np.asarray(cv2.cvtColor(frame, cv2.COLOR_RGB2GRAY))
+
+
+def _keypoints(grey: np.ndarray, orb: cv2.ORB, scale: float) -> _Keys | None:
+    """The keypoints of grey, the frame scaled by scale, at their places in the frame (None: too few to match)."""
+    keypoints, descriptors = orb.detectAndCompute(grey, None)
+    if descriptors is None or len(keypoints) < MIN_INLIERS:
+        return None
+    return np.array([k.pt for k in keypoints], np.float32).reshape(-1, 2) / scale, descriptors
+
+
+#: a scene is split into its parts by its colours: clustered (k-means in Lab, SCENE_COLOURS clusters) at
+#: SCENE_SIDE a side, each cluster's connected regions a part where it is one solid thing (CUT_SOLIDITY of its
+#: convex hull) of a share of the photo between SCENE_AREA, touching at most one of its edges (a wall, a
+#: table or a cloth behind the product runs off the photo on two sides or more), whose colours are its own:
+#: at least SCENE_OWN of the photo's match to its hue-saturation histogram lies in it (a teal toy among
+#: letters, a shell and a box, 0.92; patches of a cat's fur, whose colours are all over the photo, 0.31 at
+#: most, and found as readily on a street's browns); at most SCENE_PARTS, the largest
+SCENE_SIDE = 160
+SCENE_COLOURS = 8
+SCENE_AREA = (0.01, 0.4)
+SCENE_OWN = 0.6
+SCENE_PARTS = 8
+#: samples of a run a scene's part must be found in before it is taken for the product
+DISCOVERED_SAMPLES = 3
+
+
+def scene_parts(photo: np.ndarray) -> list[np.ndarray]:
+    """The things a scene (an RGB photo) shows, each as its pixels (0/255 at the photo's size), largest first."""
+    scale = SCENE_SIDE / max(photo.shape[:2])
+    small = cv2.GaussianBlur(
+        cv2.resize(photo, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA), (0, 0), 1.0
+    )
+    lab = cv2.cvtColor(small, cv2.COLOR_RGB2LAB).reshape(-1, 3).astype(np.float32)
+    # k-means starts at random: a photo must split the same way in every worker
+    cv2.setRNGSeed(0)
+    criteria = (cv2.TERM_CRITERIA_EPS + cv2.TERM_CRITERIA_MAX_ITER, 20, 1.0)
+    _, labels, _ = cv2.kmeans(lab, SCENE_COLOURS, None, criteria, 3, cv2.KMEANS_PP_CENTERS)  # type: ignore[call-overload]
+    labels = labels.reshape(small.shape[:2])
+    hsv = cv2.cvtColor(small, cv2.COLOR_RGB2HSV)
+    h, w = labels.shape
+    parts: list[tuple[int, np.ndarray]] = []
+    for colour in range(SCENE_COLOURS):
+        cluster = (labels == colour).astype(np.uint8)
+        cluster = cv2.morphologyEx(cluster, cv2.MORPH_OPEN, np.ones((3, 3), np.uint8))
+        cluster = cv2.morphologyEx(cluster, cv2.MORPH_CLOSE, np.ones((5, 5), np.uint8))
+        count, regions, stats, _ = cv2.connectedComponentsWithStats(cluster)
+        for k in range(1, count):
+            x, y, bw, bh, area = (int(v) for v in stats[k])
+            edges = (x == 0) + (y == 0) + (x + bw == w) + (y + bh == h)
+            if not SCENE_AREA[0] <= area / (h * w) <= SCENE_AREA[1] or edges > 1:
+                continue
+            region = (regions == k).astype(np.uint8)
+            contours, _ = cv2.findContours(region, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)
+            solid = area >= CUT_SOLIDITY * cv2.contourArea(cv2.convexHull(max(contours, key=cv2.contourArea)))
+            if solid and _own_colours(hsv, region) >= SCENE_OWN:
+                parts.append((area, region))
+    parts.sort(key=lambda part: -part[0])
+    size = (photo.shape[1], photo.shape[0])
+    return [
+        np.asarray(cv2.resize(region * 255, size, interpolation=cv2.INTER_NEAREST), np.uint8)
+        for _, region in parts[:SCENE_PARTS]
+    ]
+
+
+def _own_colours(hsv: np.ndarray, region: np.ndarray) -> float:
+    """The share of a photo's (HSV) match to a region's (0/1) hue-saturation histogram that lies in the region."""
+    hist = cv2.calcHist([hsv], [0, 1], region, [30, 32], [0, 180, 0, 256])
+    matched = cv2.calcBackProject(
+        [hsv], [0, 1], hist * (255.0 / max(float(hist.max()), 1e-6)), [0, 180, 0, 256], 1
+    )
+    return float(matched[region > 0].sum()) / max(float(matched.sum()), 1.0)
+
+
+def _part_transform(photo: np.ndarray, part: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """The transform (3×3) from the pixels of a part's locator (the photo cut to the part, at most
+    TEMPLATE_SIDE a side) to those of the photo's own (the whole photo, shape)."""
+    ys, xs = _own_bounds(part)
+    inner = min(1.0, TEMPLATE_SIDE / max(ys.stop - ys.start, xs.stop - xs.start))
+    outer = shape[1] / photo.shape[1]
+    k = outer / inner
+    return np.array([[k, 0.0, xs.start * outer], [0.0, k, ys.start * outer], [0.0, 0.0, 1.0]])
+
+
+def _in_photo(found: Located, transform: np.ndarray) -> Located:
+    """A part's find, its part of the main image seen and homography the whole photo's (transform: from the
+    part's locator's pixels to the photo's)."""
+    if found.seen is None or not found.homography:
+        return found
+    x0, y0, x1, y1 = found.seen
+    (sx0, sy0, _), (sx1, sy1, _) = transform @ np.array([x0, y0, 1.0]), transform @ np.array([x1, y1, 1.0])
+    homography = np.array(found.homography).reshape(3, 3) @ np.linalg.inv(transform)
+    return Located(
+        found.box,
+        found.confidence,
+        found.method,
+        found.quad,
+        (float(sx0), float(sy0), float(sx1), float(sy1)),
+        tuple(float(v) for v in homography.ravel()),
+    )
+
+
+class ProductLocator:
+    """Built once per item from its main image (RGB); `locate` per analysed frame. own: the product's pixels
+    in the image (0/255), where they are known otherwise (one of the parts of a scene, see scene_parts)."""
+
+    def __init__(self, main_image: np.ndarray, own: np.ndarray | None = None) -> None:
+        if own is not None:
+            bounds = _own_bounds(own)
+            main_image, own = main_image[bounds], own[bounds]
         scale = min(1.0, TEMPLATE_SIDE / max(main_image.shape[:2]))
         image = (
             cv2.resize(main_image, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA)
@@ -202,9 +317,13 @@ class ProductLocator:
             else main_image
         )
         self._image = np.ascontiguousarray(image)
-        self._mask = _foreground(image)
-        #: a studio shot (a plain background, removed): only its foreground is the product
-        self._studio = bool(self._mask.min() == 0)
+        self._mask = (
+            _foreground(image)
+            if own is None
+            else cv2.resize(own, (image.shape[1], image.shape[0]), interpolation=cv2.INTER_NEAREST)
+        )
+        #: a studio shot (a plain background, removed), or a part of a scene: only its foreground is the product
+        self._studio = own is not None or bool(self._mask.min() == 0)
         self._orb = cv2.ORB_create(nfeatures=MAX_KEYPOINTS, scaleFactor=1.2, nlevels=8)  # type: ignore[attr-defined]
         grey = cv2.cvtColor(image, cv2.COLOR_RGB2GRAY)
         keypoints, descriptors = self._orb.detectAndCompute(grey, self._mask)
@@ -239,6 +358,11 @@ class ProductLocator:
             else None
         )
         self._rings: dict[tuple[int, int], list[_Ring]] = {}
+        #: a photo that runs to its edges and does not cut out cleanly is a scene the product is one part of:
+        #: the photo, and its parts' locators with the transform (3×3) from a part's pixels to this one's
+        #: (built when a run of samples first needs them, see _discovered)
+        self._scene: np.ndarray | None = main_image if self._own is None else None
+        self._parts: list[tuple[ProductLocator, np.ndarray]] | None = None
         self._matcher = cv2.BFMatcher(cv2.NORM_HAMMING)
         self._fine_orb = cv2.ORB_create(nfeatures=MAX_KEYPOINTS, scaleFactor=1.2, nlevels=FINE_LEVELS)  # type: ignore[attr-defined]
 
@@ -280,64 +404,98 @@ class ProductLocator:
     def locate(self, frame: np.ndarray, source_size: tuple[int, int], *, fine: bool = True) -> Located:
         """The product in an RGB frame of the source (any size), its box scaled to source_size (width, height);
         fine: where the frame's features find nothing, those of the frame scaled up are searched too."""
-        return self._located(_at_locate_side(frame), source_size, fine)
+        return self._located(_at_locate_side(frame), source_size, fine, None)
 
     def locate_all(self, frames: Sequence[np.ndarray], source_size: tuple[int, int]) -> list[Located]:
         """The product in a run of samples (RGB, in time order), each located on its own; the frame scaled up
         is searched on every FINE_EVERY-th sample where nothing was found, and outwards from each sample that
         search finds the product in, while it keeps finding it: a product seen small stays on screen for
         seconds, and most samples where nothing is found are of other scenes, where the search finds nothing
-        at twice the cost of the rest."""
+        at twice the cost of the rest. Where the main image is a scene and nothing is found in any sample, the
+        part of it the samples show is the product (_discovered)."""
         scaled = [_at_locate_side(frame) for frame in frames]
-        found = [self._located(frame, source_size, fine=False) for frame in scaled]
-        if not self.textured:
-            return found
+        keys = [_keypoints(_grey(frame), self._orb, 1.0) if self.textured else None for frame in scaled]
+        found = [self._located(frame, source_size, False, k) for frame, k in zip(scaled, keys, strict=True)]
+        if self.textured:
+            self._search_finer(scaled, found, source_size)
+        if self._scene is not None and all(f.box is None for f in found):
+            if not self.textured:
+                keys = [_keypoints(_grey(frame), self._orb, 1.0) for frame in scaled]
+            return self._discovered(scaled, keys, source_size) or found
+        return found
+
+    def _search_finer(
+        self, scaled: Sequence[np.ndarray], found: list[Located], size: tuple[int, int]
+    ) -> None:
+        """locate_all's search of the frames scaled up, into found."""
         tried = [f.box is not None for f in found]
 
         def search(k: int) -> bool:
             tried[k] = True
             frame = scaled[k]
-            found[k] = _in_source(
-                self._fine(frame, cv2.cvtColor(frame, cv2.COLOR_RGB2GRAY)), frame.shape, source_size
-            )
+            found[k] = _in_source(self._fine(frame, _grey(frame)), frame.shape, size)
             return found[k].box is not None
 
-        for k in range(0, len(frames), FINE_EVERY):
+        for k in range(0, len(scaled), FINE_EVERY):
             if tried[k] or not search(k):
                 continue
             for step in (-1, 1):
                 j = k + step
-                while 0 <= j < len(frames) and not tried[j] and search(j):
+                while 0 <= j < len(scaled) and not tried[j] and search(j):
                     j += step
-        return found
 
-    def _located(self, frame: np.ndarray, source_size: tuple[int, int], fine: bool) -> Located:
-        """locate, on a frame already at LOCATE_SIDE."""
-        found = self._by_features(frame, fine) if self.textured else None
+    def _discovered(
+        self, scaled: Sequence[np.ndarray], keys: Sequence[_Keys | None], size: tuple[int, int]
+    ) -> list[Located] | None:
+        """The product in samples at LOCATE_SIDE (with their keypoints) where the main image is a scene: the
+        part of it (scene_parts) found in the most samples, at least DISCOVERED_SAMPLES; None where no part is.
+        A seller's photo of the product among other things (a toy on a shelf) shows it whole nowhere in a
+        video of the product alone; which of its things the product is, the video says. Found by a part, the
+        find's outline and homography are the main image's (so whole_boxes completes it as any other)."""
+        assert self._scene is not None
+        if self._parts is None:
+            self._parts = [
+                (ProductLocator(self._scene, part), _part_transform(self._scene, part, self._image.shape))
+                for part in scene_parts(self._scene)
+            ]
+        best: tuple[int, float, list[Located], np.ndarray] | None = None
+        for part, transform in self._parts:
+            finds = [part._located(frame, size, False, k) for frame, k in zip(scaled, keys, strict=True)]
+            count = sum(f.box is not None for f in finds)
+            confidence = sum(f.confidence for f in finds)
+            if count >= DISCOVERED_SAMPLES and (best is None or (count, confidence) > best[:2]):
+                best = (count, confidence, finds, transform)
+        if best is None:
+            return None
+        return [_in_photo(f, best[3]) for f in best[2]]
+
+    def _located(
+        self, frame: np.ndarray, source_size: tuple[int, int], fine: bool, keys: _Keys | None
+    ) -> Located:
+        """locate, on a frame already at LOCATE_SIDE (keys: its keypoints, if already found)."""
+        found = self._by_features(frame, fine, keys) if self.textured else None
         if found is None and self.colourful and self._look is not None:
             found = self._by_colour(frame, looked=True)
         if found is None and self._silhouette is not None:
             found = self._by_silhouette(frame)
         return _in_source(found, frame.shape, source_size)
 
-    def _by_features(self, frame: np.ndarray, fine: bool) -> Located | None:
-        grey = cv2.cvtColor(frame, cv2.COLOR_RGB2GRAY)
-        found = self._features_in(frame, grey, self._orb, 1.0)
+    def _by_features(self, frame: np.ndarray, fine: bool, keys: _Keys | None) -> Located | None:
+        grey = _grey(frame)
+        found = self._features_at(frame, keys if keys is not None else _keypoints(grey, self._orb, 1.0))
         return self._fine(frame, grey) if found is None and fine else found
 
     def _fine(self, frame: np.ndarray, grey: np.ndarray) -> Located | None:
         """The product by the keypoints of the frame (grey: its grey) scaled up FINE_SCALE times."""
         fine = cv2.resize(grey, None, fx=FINE_SCALE, fy=FINE_SCALE, interpolation=cv2.INTER_LINEAR)
-        return self._features_in(frame, fine, self._fine_orb, FINE_SCALE)
+        return self._features_at(frame, _keypoints(fine, self._fine_orb, FINE_SCALE))
 
-    def _features_in(self, frame: np.ndarray, grey: np.ndarray, orb: cv2.ORB, scale: float) -> Located | None:
-        """The product by the keypoints of grey, the frame scaled by scale."""
-        keypoints, descriptors = orb.detectAndCompute(grey, None)
-        if descriptors is None or len(keypoints) < MIN_INLIERS:
+    def _features_at(self, frame: np.ndarray, keys: _Keys | None) -> Located | None:
+        """The product by the frame's keypoints (positions in the frame's pixels, descriptors)."""
+        if keys is None:
             return None
-        at = np.array([k.pt for k in keypoints], np.float32).reshape(-1, 2) / scale
         for points, template in self._templates:
-            found = self._matched(frame, points, template, at, descriptors)
+            found = self._matched(frame, points, template, *keys)
             if found is not None:
                 return found
         return None

@@ -616,3 +616,37 @@ def test_only_a_photo_of_one_thing_cuts_out() -> None:
     whale = opencv_rubberwhale()
     assert whale is not None, "python -m tests.fetch_real_media"
     assert cut_out(_read(whale)) is None
+
+
+def _whale() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """OpenCV's shelf of toys (a seller's photo of the product among other things), and the teal whale in it:
+    its pixels and an ellipse round it (drawn by hand on the photo)."""
+    path = opencv_rubberwhale()
+    assert path is not None, "python -m tests.fetch_real_media"
+    scene = _read(path)
+    h, w = scene.shape[:2]
+    whale = np.ascontiguousarray(scene[int(0.25 * h) : int(0.46 * h), int(0.38 * w) : int(0.54 * w)])
+    ellipse = np.zeros(whale.shape[:2], np.uint8)
+    centre, axes = (whale.shape[1] // 2, whale.shape[0] // 2), (whale.shape[1] // 2, whale.shape[0] // 2)
+    cv2.ellipse(ellipse, centre, axes, 0, 0, 360, 255, -1)
+    return scene, whale, ellipse
+
+
+def test_a_product_shown_among_other_things_in_its_photo_is_found_as_the_thing_the_video_shows() -> None:
+    """The whale alone, turned and a little re-lit over a street (real footage), with the whole shelf as the
+    main image: the shelf is found in no frame, so the locator takes the part of it the samples show. The whale
+    is boxed in most samples (6 of 8); a run of samples of the street alone finds nothing."""
+    scene, whale, ellipse = _whale()
+    locator = ProductLocator(scene)
+    rng = np.random.default_rng(4)
+    streets = _backgrounds(every=25)
+    frames, truths = [], []
+    for street in streets[:8]:
+        frame, truth = _pasted(whale, ellipse, street, rng, rng.uniform(0.3, 0.6) * FRAME[1], (0.9, 1.1))
+        frames.append(frame)
+        truths.append(truth)
+    found = locator.locate_all(frames, FRAME)
+    assert all(locator.locate(frame, FRAME).box is None for frame in frames)
+    held = [f.box is not None and _iou(f.box, t) > 0.5 for f, t in zip(found, truths, strict=True)]
+    assert sum(held) >= 5, held
+    assert all(f.box is None for f in locator.locate_all(streets, FRAME))

@@ -50,4 +50,6 @@ except PackageNotFoundError:  # running from a source tree that was never instal
 #     (a re-lit apple's match was narrowed to the face beside it).
 # 28: a main image that is a scene (the product among other things) is found through the part of it that a run
 #     of samples shows: its solid, one-colour parts are looked for in turn where the whole photo is found nowhere.
-PIPELINE_VERSION = "28"
+# 29: a plain product's colours are also looked for under warmer, cooler, greener and redder light where no blob
+#     of them as its photo shows them looks like it (a re-lit teal toy left its photo's hues).
+PIPELINE_VERSION = "29"

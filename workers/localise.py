@@ -26,7 +26,14 @@ photo to its edges) give a blob, trusted less, where the product has colours at 
 like the product's (LOOK_NCC), and colours alone are no evidence (on bench/locate.py's development half, an
 apple's colours boxed faces, brick windows and a red sign in 190 of 2585 frames that did not show it; with its
 look, in 1). A blob often holds only the product's lit side: it grows over the neighbouring pixels of a
-fainter colour match while that makes it look more like the product. A plain grey or dark product has only its
+fainter colour match while that makes it look more like the product. A product under another light than its
+photo's has other hues (a teal toy under a gain of 0.8–1.2 per channel left its photo's histogram bins): where
+no blob of a plain product's colours as the photo shows them looks like it, its colours under warmer, cooler,
+greener and redder light are tried (LIGHTS; bench/locate.py's development half: product frames found
+936 → 948, held 784 → 789, items never found 18 → 16; the tuning half has no plain colourful product). Taking
+them from the start let blobs run into the background and found fewer (936 → 875); for a textured product, whose
+colours only stand in for features lost for a moment, the other lights' blobs displaced the boxes followed from
+the samples its features found (the tuning half's re-lit coffee cup). A plain grey or dark product has only its
 outline to go by: it is found where the pixels inside its silhouette stand out from those round it (a dark
 tumbler against a wall), and not in a busy scene, where they rarely do and many things stand out as much (the
 crop then follows faces or saliency). A photo of the product among other things (a toy on a shelf of toys)
@@ -195,6 +202,24 @@ def cut_out(image: np.ndarray) -> np.ndarray | None:
     )
 
 
+#: the lights (a gain per channel) a product's colours are also looked for under, where they are not found as its
+#: photo shows them: warmer and cooler (red against blue), greener and redder
+LIGHTS = tuple((warm, green, 1 / warm) for warm in (0.87, 1.0, 1.15) for green in (0.9, 1.0, 1.1))
+
+
+def _relit(image: np.ndarray, light: tuple[float, float, float]) -> np.ndarray:
+    return np.clip(image.astype(np.float32) * np.array(light, np.float32), 0, 255).astype(np.uint8)
+
+
+def _histogram(images: Sequence[np.ndarray], own: np.ndarray) -> np.ndarray:
+    """The hue-saturation histogram (30 × 32 bins, peak 255) of the own pixels (a 0/255 mask) of RGB images."""
+    hist = sum(
+        cv2.calcHist([cv2.cvtColor(image, cv2.COLOR_RGB2HSV)], [0, 1], own, [30, 32], [0, 180, 0, 256])
+        for image in images
+    )
+    return np.asarray(hist * (255.0 / max(float(np.max(hist)), 1e-6)), np.float32)
+
+
 #: a frame's keypoints: their positions (frame pixels) and ORB descriptors
 _Keys = tuple[np.ndarray, np.ndarray]
 
@@ -239,7 +264,6 @@ def scene_parts(photo: np.ndarray) -> list[np.ndarray]:
     criteria = (cv2.TERM_CRITERIA_EPS + cv2.TERM_CRITERIA_MAX_ITER, 20, 1.0)
     _, labels, _ = cv2.kmeans(lab, SCENE_COLOURS, None, criteria, 3, cv2.KMEANS_PP_CENTERS)  # type: ignore[call-overload]
     labels = labels.reshape(small.shape[:2])
-    hsv = cv2.cvtColor(small, cv2.COLOR_RGB2HSV)
     h, w = labels.shape
     parts: list[tuple[int, np.ndarray]] = []
     for colour in range(SCENE_COLOURS):
@@ -255,7 +279,7 @@ def scene_parts(photo: np.ndarray) -> list[np.ndarray]:
             region = (regions == k).astype(np.uint8)
             contours, _ = cv2.findContours(region, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)
             solid = area >= CUT_SOLIDITY * cv2.contourArea(cv2.convexHull(max(contours, key=cv2.contourArea)))
-            if solid and _own_colours(hsv, region) >= SCENE_OWN:
+            if solid and _own_colours(small, region) >= SCENE_OWN:
                 parts.append((area, region))
     parts.sort(key=lambda part: -part[0])
     size = (photo.shape[1], photo.shape[0])
@@ -265,12 +289,10 @@ def scene_parts(photo: np.ndarray) -> list[np.ndarray]:
     ]
 
 
-def _own_colours(hsv: np.ndarray, region: np.ndarray) -> float:
-    """The share of a photo's (HSV) match to a region's (0/1) hue-saturation histogram that lies in the region."""
-    hist = cv2.calcHist([hsv], [0, 1], region, [30, 32], [0, 180, 0, 256])
-    matched = cv2.calcBackProject(
-        [hsv], [0, 1], hist * (255.0 / max(float(hist.max()), 1e-6)), [0, 180, 0, 256], 1
-    )
+def _own_colours(photo: np.ndarray, region: np.ndarray) -> float:
+    """The share of an RGB photo's match to a region's (0/1) hue-saturation histogram that lies in the region."""
+    hsv = cv2.cvtColor(photo, cv2.COLOR_RGB2HSV)
+    matched = cv2.calcBackProject([hsv], [0, 1], _histogram([photo], region), [0, 180, 0, 256], 1)
     return float(matched[region > 0].sum()) / max(float(matched.sum()), 1.0)
 
 
@@ -347,8 +369,8 @@ class ProductLocator:
         hsv = cv2.cvtColor(image, cv2.COLOR_RGB2HSV)
         own = self._mask if self._own is None else self._own
         self._colourful = float(np.median(hsv[..., 1][own > 0])) >= MIN_SATURATION
-        hist = cv2.calcHist([hsv], [0, 1], own, [30, 32], [0, 180, 0, 256])
-        self._hist = hist * (255.0 / max(float(hist.max()), 1e-6))
+        #: the product's colours (a hue-saturation histogram, 0-255) as its photo shows them, then under LIGHTS
+        self._hists = (_histogram([image], own), _histogram([_relit(image, light) for light in LIGHTS], own))
         #: a plain grey product has neither keypoints nor colours to go by, only its outline (its own pixels,
         #: 0/1, in their bounding box), set against a ring round it at a few sizes per frame size (the
         #: templates, built once for each size of frame the videos have)
@@ -638,9 +660,20 @@ class ProductLocator:
 
     def _by_colour(self, frame: np.ndarray, near: Box | None = None, looked: bool = False) -> Located | None:
         """The largest blob of the product's colours in the frame, or the largest overlapping near; looked,
-        only a blob that looks like the product's own pixels (grown while that makes it look more like them)."""
+        only a blob that looks like the product's own pixels (grown while that makes it look more like them),
+        and for a plain product, where none does, one of its colours under other lights that does."""
         hsv = cv2.cvtColor(frame, cv2.COLOR_RGB2HSV)
-        projected = cv2.calcBackProject([hsv], [0, 1], self._hist, [0, 180, 0, 256], 1)
+        for hist in self._hists if looked and not self.textured else self._hists[:1]:
+            found = self._blob(frame, hsv, hist, near, looked)
+            if found is not None:
+                return found
+        return None
+
+    def _blob(
+        self, frame: np.ndarray, hsv: np.ndarray, hist: np.ndarray, near: Box | None, looked: bool
+    ) -> Located | None:
+        """_by_colour, for one histogram of the product's colours."""
+        projected = cv2.calcBackProject([hsv], [0, 1], hist, [0, 180, 0, 256], 1)
         projected = cv2.GaussianBlur(projected, (0, 0), 2.0)
         _, blob = cv2.threshold(projected, 96, 255, cv2.THRESH_BINARY)
         _, _, stats, _ = cv2.connectedComponentsWithStats(blob)

@@ -40,10 +40,10 @@ crop then follows faces or saliency). A photo of the product among other things 
 is found whole in no frame of a video of the toy alone: where nothing of it is found in a run of samples, each
 of its parts (regions of one colour that are solid things, with colours of their own) is looked for as a
 product of its own, and the part found in the most samples, at least three, is the product (bench/locate.py's
-development half, where a teal whale is one of a shelf's toys: items never found 25 → 18). Where the features lose a product for a sample or two (a swing blurs it,
-a hand covers its print, it turns a side the main image does not show), follow finds the product's own pixels
-from the neighbouring sample again, and only there: its colour, and the way back to where it came from, must
-agree. Pure: arrays in, boxes out.
+development half, where a teal whale is one of a shelf's toys: items never found 25 → 18). Where the features
+lose a product for a sample or two (a swing blurs it, a hand covers its print, it turns a side the main image
+does not show), follow finds the product's own pixels from the neighbouring sample again, and only there: its
+colour, and the way back to where it came from, must agree. Pure: arrays in, boxes out.
 """
 
 from __future__ import annotations
@@ -369,8 +369,11 @@ class ProductLocator:
         hsv = cv2.cvtColor(image, cv2.COLOR_RGB2HSV)
         own = self._mask if self._own is None else self._own
         self._colourful = float(np.median(hsv[..., 1][own > 0])) >= MIN_SATURATION
-        #: the product's colours (a hue-saturation histogram, 0-255) as its photo shows them, then under LIGHTS
-        self._hists = (_histogram([image], own), _histogram([_relit(image, light) for light in LIGHTS], own))
+        #: the product's colours (a hue-saturation histogram, 0-255) as its photo shows them, then, for a plain
+        #: colourful product (whose colours are its evidence), under LIGHTS
+        self._hists = [_histogram([image], own)]
+        if not self.textured and self._colourful:
+            self._hists.append(_histogram([_relit(image, light) for light in LIGHTS], own))
         #: a plain grey product has neither keypoints nor colours to go by, only its outline (its own pixels,
         #: 0/1, in their bounding box), set against a ring round it at a few sizes per frame size (the
         #: templates, built once for each size of frame the videos have)
@@ -663,7 +666,7 @@ class ProductLocator:
         only a blob that looks like the product's own pixels (grown while that makes it look more like them),
         and for a plain product, where none does, one of its colours under other lights that does."""
         hsv = cv2.cvtColor(frame, cv2.COLOR_RGB2HSV)
-        for hist in self._hists if looked and not self.textured else self._hists[:1]:
+        for hist in self._hists if looked else self._hists[:1]:
             found = self._blob(frame, hsv, hist, near, looked)
             if found is not None:
                 return found

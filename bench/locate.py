@@ -110,6 +110,7 @@ def measure(localise: ModuleType, catalog: Path, show_items: bool) -> dict[str, 
         locator = localise.ProductLocator(product_template(cv2.cvtColor(picture, cv2.COLOR_BGR2RGB)))
         size = (int(item["width"]), int(item["height"]))
         marks = []
+        background = 0
         frames = _frames(folder / entry["video"], item, localise.LOCATE_SIDE)
         started = time.process_time()
         pictures = [frame for _, frame in frames]
@@ -130,7 +131,7 @@ def measure(localise: ModuleType, catalog: Path, show_items: bool) -> dict[str, 
             real = item["frames"][index]["box"]
             if real is None:
                 totals["background_frames"] += 1
-                totals["background_found"] += box is not None
+                background += box is not None
                 continue
             totals["product_frames"] += 1
             if box is None:
@@ -146,9 +147,11 @@ def measure(localise: ModuleType, catalog: Path, show_items: bool) -> dict[str, 
             marks.append("H" if held else "p")
         if item["has_product"] and "H" not in marks and "p" not in marks:
             never += 1
-        if show_items and item["has_product"]:
+        totals["background_found"] += background
+        if show_items and (item["has_product"] or background):
             print(
                 f"  {entry['item_id']} {item['photo']:<22} {' '.join(item['conditions'])}: {''.join(marks)}"
+                + (f" (boxed in {background} frames without it)" if background else "")
             )
     return {**totals, "items_never_found": never, "locate_cpu_s": round(cpu, 2)}
 

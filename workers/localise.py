@@ -23,7 +23,8 @@ where something was found 2 → 2). Plain, low-texture products have
 too few keypoints for that, and a textured one seen small or blurred loses them; there the product's colours
 (a hue–saturation histogram of its own pixels: a studio shot's foreground, or the product cut cleanly out of a
 photo to its edges) give a blob, trusted less, where the product has colours at all and the blob's pixels look
-like the product's (LOOK_NCC), and colours alone are no evidence (on bench/locate.py's development half, an
+like the product's (LOOK_NCC; a face of its hues beside it is often the larger blob, and a smaller one that looks
+much like it is the product), and colours alone are no evidence (on bench/locate.py's development half, an
 apple's colours boxed faces, brick windows and a red sign in 190 of 2585 frames that did not show it; with its
 look, in 1). A blob often holds only the product's lit side: it grows over the neighbouring pixels of a
 fainter colour match while that makes it look more like the product. A product under another light than its
@@ -685,22 +686,26 @@ class ProductLocator:
             k: (float(x), float(y), float(x + w), float(y + h))
             for k, (x, y, w, h, _) in enumerate(stats[1:], start=1)
         }
-        blobs = [k for k, box in boxes.items() if near is None or iou(box, near) > 0]
-        if not blobs:
-            return None
-        best = max(blobs, key=lambda k: int(stats[k, cv2.CC_STAT_AREA]))
-        _, _, w, h, area = (int(v) for v in stats[best])
+        blobs = sorted(
+            (k for k, box in boxes.items() if near is None or iou(box, near) > 0),
+            key=lambda k: -int(stats[k, cv2.CC_STAT_AREA]),
+        )
         frame_area = frame.shape[0] * frame.shape[1]
-        # a blob over most of the frame is a background of the product's colours, not the product
-        if area < frame_area * 0.003 or w * h > frame_area * 0.6 or area < 0.3 * w * h:
-            return None
-        box = boxes[best]
-        if looked and self._look is not None:
-            box, likeness = _grown_to_look(self._look, frame, projected, box)
-            if likeness < LOOK_NCC:
-                return None
-        confidence = 0.3 * min(1.0, area / (w * h))
-        return Located(box, confidence, "colour")
+        # unlooked, the largest blob is the product's; looked, the largest that looks like it: a face or a wall
+        # of the product's hues is often larger than the product beside it, and a smaller blob needs to look
+        # more like it (LOOK_NCC_SMALLER)
+        for rank, best in enumerate(blobs[: LOOKED_BLOBS if looked and self._look is not None else 1]):
+            _, _, w, h, area = (int(v) for v in stats[best])
+            # a blob over most of the frame is a background of the product's colours, not the product
+            if area < frame_area * 0.003 or w * h > frame_area * 0.6 or area < 0.3 * w * h:
+                continue
+            box = boxes[best]
+            if looked and self._look is not None:
+                box, likeness = _grown_to_look(self._look, frame, projected, box)
+                if likeness < (LOOK_NCC if rank == 0 else LOOK_NCC_SMALLER):
+                    continue
+            return Located(box, 0.3 * min(1.0, area / (w * h)), "colour")
+        return None
 
     def _by_silhouette(self, frame: np.ndarray) -> Located | None:
         """Where a plain product's silhouette stands out from the pixels round it in an RGB frame, at one of a
@@ -723,6 +728,12 @@ class ProductLocator:
 #: 0.76)
 LOOK_SIDE = 32
 LOOK_NCC = 0.45
+#: blobs of the product's colours, largest first, whose look is compared with the product's in a frame; one
+#: smaller than the largest is the product where it looks this much like it (bench/locate.py's development
+#: half: an orange beside a face of its hues 0.80-0.95, slices of faces and walls beside larger blobs
+#: 0.46-0.59, and just under 0.7 in one frame)
+LOOKED_BLOBS = 3
+LOOK_NCC_SMALLER = 0.7
 
 
 def _own_bounds(own: np.ndarray) -> tuple[slice, slice]:

@@ -578,6 +578,27 @@ def test_a_plain_product_cut_out_of_its_photo_is_found_where_its_colours_look_li
     assert sum(found) >= 4, found
 
 
+def test_a_plain_product_beside_a_larger_blob_of_its_colours_is_found_where_it_looks_like_it() -> None:
+    """The apple held up small beside a face: the face's skin is a larger blob of the apple's hues than the
+    apple, and does not look like it. The blob that does, beside it, is the apple (the largest blob alone found
+    none of these ten)."""
+    photo, ellipse = _apple()
+    locator = ProductLocator(photo)
+    located = feat_single_face_photo()
+    assert located is not None, "python -m tests.fetch_real_media"
+    face = _read(located)
+    portrait = cv2.resize(face, (640, round(640 * face.shape[0] / face.shape[1])))
+    size = (portrait.shape[1], portrait.shape[0])
+    rng = np.random.default_rng(0)
+    found = []
+    for _ in range(10):
+        frame, truth = _pasted(photo, ellipse, portrait, rng, rng.uniform(0.12, 0.2) * size[1], (0.9, 1.1))
+        box = locator.locate(frame, size).box
+        assert box is None or _inside(box, truth) >= 0.8, (truth, box)
+        found.append(box is not None and _inside(truth, box) >= 0.8)
+    assert sum(found) >= 7, found
+
+
 def test_a_plain_grey_product_is_found_by_its_silhouette_where_it_stands_out() -> None:
     """A grey clock cut out along its rim, on a white studio shot, held in front of a dancer's studio screen
     (real footage), turned and re-lit: too few keypoints and no colours to go by, but its outline stands out

@@ -52,4 +52,4 @@ except PackageNotFoundError:  # running from a source tree that was never instal
 #     of samples shows: its solid, one-colour parts are looked for in turn where the whole photo is found nowhere.
 # 29: a plain product's colours are also looked for under warmer, cooler, greener and redder light where no blob
 #     of them as its photo shows them looks like it (a re-lit teal toy left its photo's hues).
-PIPELINE_VERSION = "30"
+PIPELINE_VERSION = "31"

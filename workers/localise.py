@@ -10,16 +10,18 @@ quadrilateral and a confidence from the number of agreeing matches. That outline
 which often shows more than the product (a photo to its edges, a plain border round a whole scene): the box is
 the region where the main image, warped by the homography, agrees with the frame around the agreeing
 keypoints. Where a hand covers part of the product only the rest agrees; over a video, whole_boxes gives every
-such frame the extent that the frames seeing the product whole agree on. ORB on frames with a 768 px long side
-found all 48 of tests/workers/test_localise.py's turned, tilted, re-lit and partly covered placements, as SIFT
-on 640 px frames did, at under a third of SIFT's cost (18 against 60 ms a frame on 2 loaded cores, 1500
-keypoints kept). A product seen smaller than the main image's keypoint pyramid reaches is matched by the
-keypoints of a small copy of the image, where the image's own find nothing. A product a tenth of a frame's
-height or less is smaller than the patch ORB describes a keypoint by, and the frame's keypoints there describe
-the background round it as much: where they find nothing, the frame scaled up twice is searched again
-(on every other sample of a run where nothing was found, and outwards from where that finds it: bench/locate.py's
-tuning half, product frames found 762 → 795 of 1215, items never found 32 → 28, frames without the product
-where something was found 2 → 2). Plain, low-texture products have
+such frame the extent that the frames seeing the product whole agree on, and at least the extent of the
+product's own pixels in the main image where those are an outline (a hand may hide the same side throughout: on
+bench/locate.py's development half, boxes holding 90 % of the product 539 → 602 of 952 found). ORB on frames
+with a 768 px long side found all 48 of tests/workers/test_localise.py's turned, tilted, re-lit and partly
+covered placements, as SIFT on 640 px frames did, at under a third of SIFT's cost (18 against 60 ms a frame on
+2 loaded cores, 1500 keypoints kept). A product seen smaller than the main image's keypoint pyramid reaches is
+matched by the keypoints of a small copy of the image, where the image's own find nothing. A product a tenth of a
+frame's height or less is smaller than the patch ORB describes a keypoint by, and the frame's keypoints there
+describe the background round it as much: where they find nothing, the frame scaled up twice is searched again (on
+every other sample of a run where nothing was found, and outwards from where that finds it: bench/locate.py's tuning
+half, product frames found 762 → 795 of 1215, items never found 32 → 28, frames without the product where something
+was found 2 → 2). Plain, low-texture products have
 too few keypoints for that, and a textured one seen small or blurred loses them; there the product's colours
 (a hue–saturation histogram of its own pixels: a studio shot's foreground, or the product cut cleanly out of a
 photo to its edges) give a blob, trusted less, where the product has colours at all and the blob's pixels look
@@ -118,6 +120,10 @@ class Located:
     #: product with them where an occluder hides part of it
     seen: Box | None = None
     homography: tuple[float, ...] = ()
+    #: by features, where the product's own pixels in the main image are known (a studio shot's foreground, a
+    #: clean cut, a scene's part): their bounds, in the same pixels as seen; whole_boxes completes the box to
+    #: them where an occluder hides part of the product in every frame
+    whole: Box | None = None
 
 
 NOT_FOUND = Located(None, 0.0, "none")
@@ -312,17 +318,25 @@ def _in_photo(found: Located, transform: np.ndarray) -> Located:
     part's locator's pixels to the photo's)."""
     if found.seen is None or not found.homography:
         return found
-    x0, y0, x1, y1 = found.seen
-    (sx0, sy0, _), (sx1, sy1, _) = transform @ np.array([x0, y0, 1.0]), transform @ np.array([x1, y1, 1.0])
     homography = np.array(found.homography).reshape(3, 3) @ np.linalg.inv(transform)
     return Located(
         found.box,
         found.confidence,
         found.method,
         found.quad,
-        (float(sx0), float(sy0), float(sx1), float(sy1)),
+        _transformed(found.seen, transform),
         tuple(float(v) for v in homography.ravel()),
+        None if found.whole is None else _transformed(found.whole, transform),
     )
+
+
+def _transformed(rect: Box, transform: np.ndarray) -> Box:
+    """A rectangle's corners taken by a scale and shift (3×3)."""
+    (x0, y0, _), (x1, y1, _) = (
+        transform @ np.array([rect[0], rect[1], 1.0]),
+        transform @ np.array([rect[2], rect[3], 1.0]),
+    )
+    return (float(x0), float(y0), float(x1), float(y1))
 
 
 class ProductLocator:
@@ -367,6 +381,14 @@ class ProductLocator:
         #: surroundings' too); the features keep the whole photo, which a cut gone wrong cannot take from them
         self._own: np.ndarray | None = self._mask if self._studio else cut_out(image)
         self._look = None if self._own is None else _look_of(image, self._own)
+        self._whole: Box | None = None
+        if self._own is not None:
+            ys, xs = _own_bounds(self._own)
+            # own pixels that fill their bounds are a picture, not a thing's outline: a plain border round a
+            # whole scene, of which the video may show one thing only (a box's front fills them too, and its
+            # print is seen whole often enough)
+            if float(self._own[ys, xs].mean()) < WHOLE_FILL * 255:
+                self._whole = (float(xs.start), float(ys.start), float(xs.stop), float(ys.stop))
         hsv = cv2.cvtColor(image, cv2.COLOR_RGB2HSV)
         own = self._mask if self._own is None else self._own
         self._colourful = float(np.median(hsv[..., 1][own > 0])) >= MIN_SATURATION
@@ -567,6 +589,7 @@ class ProductLocator:
             tuple((float(x), float(y)) for x, y in quad),
             seen,
             tuple(float(v) for v in homography.ravel()),
+            self._whole,
         )
 
     def _seen_again(
@@ -869,6 +892,7 @@ def _in_source(found: Located | None, shape: tuple[int, ...], source_size: tuple
         tuple(float(v) for v in (to_source @ np.array(found.homography).reshape(3, 3)).ravel())
         if found.homography
         else (),
+        found.whole,
     )
 
 
@@ -885,6 +909,9 @@ def _at_locate_side(frame: np.ndarray) -> np.ndarray:
 #: towards the larger side (a frame where an occluder hides part of the product shows less of it; one
 #: frame's stray agreement does not stretch every box)
 WHOLE_QUANTILE = 0.8
+#: the product's own pixels in its main image are its whole extent where they fill less than this share of
+#: their bounds (an outline, not a rectangle)
+WHOLE_FILL = 0.9
 #: frames that must show the product by its features before their extents are combined
 WHOLE_MIN_FRAMES = 3
 
@@ -898,6 +925,8 @@ class Sighting(Protocol):
     def seen(self) -> Box | None: ...
     @property
     def homography(self) -> tuple[float, ...]: ...
+    @property
+    def whole(self) -> Box | None: ...
 
 
 def whole_boxes(found: Sequence[Sighting], source_size: tuple[int, int]) -> list[Box | None]:
@@ -905,7 +934,9 @@ def whole_boxes(found: Sequence[Sighting], source_size: tuple[int, int]) -> list
 
     A frame where a hand covers half the product sees only the other half again, and its box holds only that;
     the product is as large as the frames that see it whole say. Its extent in the main image is taken over the
-    frames found by features (each side at WHOLE_QUANTILE); in a frame that saw less of it, the box grows on
+    frames found by features (each side at WHOLE_QUANTILE), and holds the product's own pixels in the main image
+    where they are known (Located.whole: a hand may cover the same side in every frame); in a frame that saw
+    less of it, the box grows on
     each side by as much as the missing part reaches past the part seen, mapped into the frame by the
     similarity (turn, scale, shift) nearest the frame's homography over the part seen. A homography fitted to
     keypoints on one side of a product extrapolates its perspective wildly past them (mapping the whole extent
@@ -917,6 +948,9 @@ def whole_boxes(found: Sequence[Sighting], source_size: tuple[int, int]) -> list
         return [f.box for f in found]
     x0, y0 = np.quantile(extents[:, :2], 1 - WHOLE_QUANTILE, axis=0)
     x1, y1 = np.quantile(extents[:, 2:], WHOLE_QUANTILE, axis=0)
+    own = next((f.whole for f in found if f.whole is not None), None)
+    if own is not None:
+        x0, y0, x1, y1 = min(x0, own[0]), min(y0, own[1]), max(x1, own[2]), max(y1, own[3])
     width, height = source_size
     boxes: list[Box | None] = []
     for f in found:
@@ -1067,6 +1101,7 @@ def _moved(before: Located, box: Box, shift: np.ndarray, scale: float) -> Locate
         quad,
         before.seen,
         homography,
+        before.whole,
     )
 
 

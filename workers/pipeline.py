@@ -200,6 +200,8 @@ class SampleScore:
     #: into the source (workers.localise.whole_boxes completes the box over every segment's samples)
     seen: tuple[float, float, float, float] | None = None
     homography: tuple[float, ...] = ()
+    #: the product's own pixels' bounds in the main image, where known (workers.localise.Located.whole)
+    whole: tuple[float, float, float, float] | None = None
 
     @property
     def value(self) -> float:
@@ -265,7 +267,7 @@ def score_samples(
             else:
                 match = max(found.confidence, UNLOCATED_WEIGHT, match)
         signature = [round(float(v), 5) for v in shot_signature(picture)]
-        seen = (found.seen, found.homography) if box is found.box else (None, ())
+        seen = (found.seen, found.homography, found.whole) if box is found.box else (None, (), None)
         out.append(SampleScore(score.t, match, score.quality, box, signature, *seen))
     return out
 

@@ -45,6 +45,7 @@ def samples_from_json(results: list[Json]) -> list[SampleScore]:
                 "box": tuple(s["box"]) if s["box"] else None,
                 "seen": tuple(s["seen"]) if s.get("seen") else None,
                 "homography": tuple(s.get("homography", ())),
+                "whole": tuple(s["whole"]) if s.get("whole") else None,
             }
         )
         for result in results

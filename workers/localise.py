@@ -324,19 +324,10 @@ def _in_photo(found: Located, transform: np.ndarray) -> Located:
         found.confidence,
         found.method,
         found.quad,
-        _transformed(found.seen, transform),
+        _mapped(found.seen, transform[:2]),
         tuple(float(v) for v in homography.ravel()),
-        None if found.whole is None else _transformed(found.whole, transform),
+        None if found.whole is None else _mapped(found.whole, transform[:2]),
     )
-
-
-def _transformed(rect: Box, transform: np.ndarray) -> Box:
-    """A rectangle's corners taken by a scale and shift (3×3)."""
-    (x0, y0, _), (x1, y1, _) = (
-        transform @ np.array([rect[0], rect[1], 1.0]),
-        transform @ np.array([rect[2], rect[3], 1.0]),
-    )
-    return (float(x0), float(y0), float(x1), float(y1))
 
 
 class ProductLocator:

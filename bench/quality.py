@@ -27,7 +27,8 @@ the manifests and the rendered clips:
   caption of the ground truth (the detector also fires on eyes, teeth and textures, which text_cut counts);
   text_cut_read only boxes that the product's own PP-OCRv4 recogniser reads as text (a score of at least its
   READ_SCORE, OCR's own rule for keeping a detected line; a line cut by the edge may read less well, so this is
-  a floor, not the count);
+  a floor, not the count); text_cut_read_crop_edges those both read and on an edge the crop made: text that
+  reelgen's own crop cut, without the source's edges and the detector's misfires;
 - caption_cut_clips: clips where a caption of the ground truth is partly inside the crop in some frame;
 - window_margin_min / window_margin_median: over product items, the best product window's mean score (a window
   of the clip's length overlapping the product's on-screen interval by ≥ 50 %) less the best background window's
@@ -324,6 +325,7 @@ class ClipScore:
     text_cut_crop_edges: int = 0
     text_cut_captions: int = 0
     text_cut_read: int = 0
+    text_cut_read_crop_edges: int = 0
 
     @property
     def inside_share(self) -> float | None:
@@ -503,6 +505,8 @@ class TextCuts:
     captions: int
     #: those the recogniser reads as text
     read: int
+    #: those read as text on an edge the crop made: text that reelgen's crop cut
+    read_crop_edges: int
 
 
 def _to_source(box: Rect, crop: dict[str, Any], job: OcrJob) -> Rect:
@@ -520,7 +524,7 @@ def _to_source(box: Rect, crop: dict[str, Any], job: OcrJob) -> Rect:
 
 def ocr_clip(job: OcrJob) -> TextCuts:
     """Text boxes touching an output frame's edge, found by the product's own text detector."""
-    cut = by_crop = on_captions = read = 0
+    cut = by_crop = on_captions = read = read_by_crop = 0
     for index, rgb in _clip_frames(Path(job.clip), OCR_FRAMES):
         height, width = rgb.shape[:2]
         row = min(index, len(job.crops) - 1)
@@ -536,7 +540,8 @@ def ocr_clip(job: OcrJob) -> TextCuts:
             if not any(edges.values()):
                 continue
             cut += 1
-            read += _reads(rgb, box)
+            is_read = _reads(rgb, box)
+            read += is_read
             source = _to_source(box, crop, job)
             on_captions += any(share_inside(source, as_rect(c)) >= 0.3 for c in job.captions[row])
             if job.padded:
@@ -547,8 +552,10 @@ def ocr_clip(job: OcrJob) -> TextCuts:
                 "right": crop["x"] + crop["w"] < job.src_w - EDGE_PX,
                 "bottom": crop["y"] + crop["h"] < job.src_h - EDGE_PX,
             }
-            by_crop += any(edges[side] and made[side] for side in edges)
-    return TextCuts(cut, by_crop, on_captions, read)
+            crop_made = any(edges[side] and made[side] for side in edges)
+            by_crop += crop_made
+            read_by_crop += crop_made and is_read
+    return TextCuts(cut, by_crop, on_captions, read, read_by_crop)
 
 
 def _clip_path(out: Path, item_id: str, aspect: str) -> Path:
@@ -591,6 +598,7 @@ def score_half(catalog: Path, run: RunResult) -> list[ItemScore]:
         for clip, cuts in zip(owners, pool.map(ocr_clip, jobs, chunksize=4), strict=True):
             clip.text_cut, clip.text_cut_crop_edges = cuts.any, cuts.crop_edges
             clip.text_cut_captions, clip.text_cut_read = cuts.captions, cuts.read
+            clip.text_cut_read_crop_edges = cuts.read_crop_edges
     return scores
 
 
@@ -635,6 +643,7 @@ def figures(scores: list[ItemScore], run: RunResult) -> dict[str, Any]:
         "text_cut_crop_edges": sum(c.text_cut_crop_edges for c in clips),
         "text_cut_captions": sum(c.text_cut_captions for c in clips),
         "text_cut_read": sum(c.text_cut_read for c in clips),
+        "text_cut_read_crop_edges": sum(c.text_cut_read_crop_edges for c in clips),
         "caption_cut_clips": sum(c.caption_cut_frames > 0 for c in clips),
         "analysis_s_per_item": round(per_item, 3),
         "analysis_s_kind": "cpu" if measured else "wall of the run",

@@ -52,4 +52,9 @@ except PackageNotFoundError:  # running from a source tree that was never instal
 #     of samples shows: its solid, one-colour parts are looked for in turn where the whole photo is found nowhere.
 # 29: a plain product's colours are also looked for under warmer, cooler, greener and redder light where no blob
 #     of them as its photo shows them looks like it (a re-lit teal toy left its photo's hues).
-PIPELINE_VERSION = "31"
+# 30: colour finds checked by their look try the three largest blobs (a face of an orange's hues beside it).
+# 31: a product's boxes are completed to its own pixels in its main image where those are an outline (a hand
+#     covering the same side in every frame).
+# 32: a colour blob that looks like the product is boxed round its strongly matching core where that looks more
+#     like it (a hand of the product's hues joined its blob).
+PIPELINE_VERSION = "32"

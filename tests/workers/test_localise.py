@@ -33,6 +33,7 @@ from workers.localise import (
     Box,
     Located,
     ProductLocator,
+    _around_core,
     cut_out,
     follow,
     whole_boxes,
@@ -646,6 +647,42 @@ def test_a_plain_product_beside_a_larger_blob_of_its_colours_is_found_where_it_l
         assert box is None or _inside(box, truth) >= 0.8, (truth, box)
         found.append(box is not None and _inside(truth, box) >= 0.8)
     assert sum(found) >= 7, found
+
+
+def _joined_blob(specks: bool) -> tuple[np.ndarray, np.ndarray, Box]:
+    """A back-projection of a product's colours: its core (a disc of radius 40 at (100, 100), matching at 230)
+    and rim (to radius 50, at 150), joined on its right by a hand matching at 150 (x 145-260, y 70-140), with
+    strongly matching specks in the hand where specks is set; with the blob's labels and its box."""
+    projected = np.zeros((240, 320), np.uint8)
+    cv2.circle(projected, (100, 100), 50, 150, -1)
+    cv2.rectangle(projected, (145, 70), (259, 139), 150, -1)
+    cv2.circle(projected, (100, 100), 40, 230, -1)
+    if specks:
+        for x in (180, 210, 240):
+            projected[100:104, x : x + 4] = 230
+    _, labels = cv2.connectedComponents((projected >= 96).astype(np.uint8))
+    return projected, labels, (50.0, 50.0, 260.0, 151.0)
+
+
+@pytest.mark.parametrize("specks", [False, True])
+def test_a_blob_joined_by_a_hand_of_the_products_weaker_hues_is_boxed_around_its_core(specks: bool) -> None:
+    """A hand of the product's hues joins its colour blob, but matches the product's histogram less strongly
+    than the product's own colours do: the box is the blob's pixels near its strongly matching core (its rim
+    within reach of it), not the hand's, and a few strongly matching pixels of the hand are no core."""
+    projected, labels, blob = _joined_blob(specks)
+    x0, y0, x1, y1 = _around_core(projected, labels, int(labels[100, 100]), blob)
+    assert (x0, y0, y1) == (50.0, 50.0, 151.0), (x0, y0, x1, y1)
+    # the core's reach (0.3 of its size, ~21 px) past its edge at x 140 takes in the rim and a strip of the hand
+    assert 150.0 <= x1 <= 165.0, x1
+
+
+def test_a_blob_without_enough_core_keeps_its_box() -> None:
+    """Where little of a blob matches strongly (a product under another light), nothing says which of its
+    pixels are the product's: the blob's box stands."""
+    projected, labels, blob = _joined_blob(False)
+    projected[projected == 230] = 150
+    projected[98:102, 98:102] = 230
+    assert _around_core(projected, labels, int(labels[100, 100]), blob) == blob
 
 
 def test_a_plain_grey_product_is_found_by_its_silhouette_where_it_stands_out() -> None:

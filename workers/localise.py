@@ -789,9 +789,8 @@ def _around_core(projected: np.ndarray, labels: np.ndarray, label: int, box: Box
     count = int(core.sum())
     reach = max(1, round(CORE_REACH * math.sqrt(count)))
     kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * reach + 1, 2 * reach + 1))
-    near = own & (cv2.dilate(core.astype(np.uint8), kernel) > 0)
-    ys, xs = np.nonzero(near)
-    return (float(x0 + xs.min()), float(y0 + ys.min()), float(x0 + xs.max() + 1), float(y0 + ys.max() + 1))
+    ys, xs = _own_bounds(own & (cv2.dilate(core.astype(np.uint8), kernel) > 0))
+    return (float(x0 + xs.start), float(y0 + ys.start), float(x0 + xs.stop), float(y0 + ys.stop))
 
 
 def _own_bounds(own: np.ndarray) -> tuple[slice, slice]:
@@ -985,7 +984,7 @@ def whole_boxes(found: Sequence[Sighting], source_size: tuple[int, int]) -> list
     x1, y1 = np.quantile(extents[:, 2:], WHOLE_QUANTILE, axis=0)
     own = next((f.whole for f in found if f.whole is not None), None)
     if own is not None:
-        x0, y0, x1, y1 = min(x0, own[0]), min(y0, own[1]), max(x1, own[2]), max(y1, own[3])
+        x0, y0, x1, y1 = box_union((x0, y0, x1, y1), own)
     width, height = source_size
     boxes: list[Box | None] = []
     for f in found:

@@ -57,4 +57,5 @@ except PackageNotFoundError:  # running from a source tree that was never instal
 #     covering the same side in every frame).
 # 32: a colour blob that looks like the product is boxed round its strongly matching core where that looks more
 #     like it (a hand of the product's hues joined its blob).
-PIPELINE_VERSION = "32"
+# 33: a colour blob over most of the frame is the product where it looks like it (a product held up close).
+PIPELINE_VERSION = "33"

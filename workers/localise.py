@@ -714,8 +714,12 @@ class ProductLocator:
         # more like it (LOOK_NCC_SMALLER)
         for rank, best in enumerate(blobs[: LOOKED_BLOBS if looked and self._look is not None else 1]):
             _, _, w, h, area = (int(v) for v in stats[best])
-            # a blob over most of the frame is a background of the product's colours, not the product
-            if area < frame_area * 0.003 or w * h > frame_area * 0.6 or area < 0.3 * w * h:
+            if area < frame_area * 0.003 or area < 0.3 * w * h:
+                continue
+            # a blob over most of the frame is a background of the product's colours, unless it looks like the
+            # product: held up close, a product fills most of the frame (bench/locate.py's development half: a
+            # close-up apple and whale unfound in every frame, found 952 → 975, background finds 2 → 2)
+            if w * h > frame_area * BACKGROUND_SHARE and not (looked and self._look is not None):
                 continue
             box = boxes[best]
             if looked and self._look is not None:
@@ -753,6 +757,9 @@ class ProductLocator:
 #: 0.76)
 LOOK_SIDE = 32
 LOOK_NCC = 0.45
+#: a blob of the product's colours whose box covers more than this share of the frame is a background, unless
+#: it looks like the product
+BACKGROUND_SHARE = 0.6
 #: blobs of the product's colours, largest first, whose look is compared with the product's in a frame; one
 #: smaller than the largest is the product where it looks this much like it (bench/locate.py's development
 #: half: an orange beside a face of its hues 0.80-0.95, slices of faces and walls beside larger blobs

@@ -649,6 +649,32 @@ def test_a_plain_product_beside_a_larger_blob_of_its_colours_is_found_where_it_l
     assert sum(found) >= 7, found
 
 
+def test_a_plain_product_filling_most_of_the_frame_is_found_where_its_colours_look_like_it() -> None:
+    """The apple held up close, its blob over most of the frame: a blob that large is taken for a background
+    of the product's colours unless it looks like the product, and this one does (bench/locate.py's
+    development half: a close-up apple and whale went unfound in every frame)."""
+    photo, ellipse = _apple()
+    locator = ProductLocator(photo)
+    ys, xs = np.nonzero(ellipse)
+    apple, mask = (a[ys.min() : ys.max() + 1, xs.min() : xs.max() + 1] for a in (photo, ellipse))
+    rng = np.random.default_rng(7)
+    found = []
+    for background in _backgrounds()[:6]:
+        side = FRAME[1]
+        frame = cv2.resize(background[:, :side], (side, side))
+        h = round(rng.uniform(0.85, 0.95) * side)
+        w = min(side, round(h * apple.shape[1] / apple.shape[0]))
+        x, y = (int(v) for v in rng.integers(0, [side - w + 1, side - h + 1]))
+        lit = np.clip(cv2.resize(apple, (w, h)) * rng.uniform(0.9, 1.1, 3), 0, 255).astype(np.uint8)
+        inside = cv2.resize(mask, (w, h), interpolation=cv2.INTER_NEAREST)[..., None] > 0
+        frame[y : y + h, x : x + w] = np.where(inside, lit, frame[y : y + h, x : x + w])
+        truth = (float(x), float(y), float(x + w), float(y + h))
+        box = locator.locate(frame, (side, side)).box
+        assert box is None or _inside(box, truth) >= 0.8, (truth, box)
+        found.append(box is not None and _inside(truth, box) >= 0.8)
+    assert sum(found) >= 4, found
+
+
 def _joined_blob(specks: bool) -> tuple[np.ndarray, np.ndarray, Box]:
     """A back-projection of a product's colours: its core (a disc of radius 40 at (100, 100), matching at 230)
     and rim (to radius 50, at 150), joined on its right by a hand matching at 150 (x 145-260, y 70-140), with

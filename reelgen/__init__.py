@@ -58,4 +58,6 @@ except PackageNotFoundError:  # running from a source tree that was never instal
 # 32: a colour blob that looks like the product is boxed round its strongly matching core where that looks more
 #     like it (a hand of the product's hues joined its blob).
 # 33: a colour blob over most of the frame is the product where it looks like it (a product held up close).
-PIPELINE_VERSION = "33"
+# 34: a plain product's colours are also looked for under each of a few stronger lights on its own, a blob found
+#     so taken where it looks much like the product (a teal toy in green light).
+PIPELINE_VERSION = "34"

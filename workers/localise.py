@@ -37,8 +37,10 @@ bench/quality.py's: letterboxes no reason justifies 12 → 9). A product under a
 photo's has other hues (a teal toy under a gain of 0.8–1.2 per channel left its photo's histogram bins): where
 no blob of a plain product's colours as the photo shows them looks like it, its colours under warmer, cooler,
 greener and redder light are tried (LIGHTS; bench/locate.py's development half: product frames found
-936 → 948, held 784 → 789, items never found 18 → 16; the tuning half has no plain colourful product). Taking
-them from the start let blobs run into the background and found fewer (936 → 875); for a textured product, whose
+936 → 948, held 784 → 789, items never found 18 → 16; the tuning half has no plain colourful product), and
+where those find nothing, each of a few stronger lights on its own (STRONG_LIGHTS: found 975 → 1007, never
+found 14 → 11, background finds 2 → 2). Taking LIGHTS from the start let blobs run into the background and
+found fewer (936 → 875); for a textured product, whose
 colours only stand in for features lost for a moment, the other lights' blobs displaced the boxes followed from
 the samples its features found (the tuning half's re-lit coffee cup). A plain grey or dark product has only its
 outline to go by: it is found where the pixels inside its silhouette stand out from those round it (a dark
@@ -218,6 +220,20 @@ def cut_out(image: np.ndarray) -> np.ndarray | None:
 LIGHTS = tuple((warm, green, 1 / warm) for warm in (0.87, 1.0, 1.15) for green in (0.9, 1.0, 1.1))
 
 
+#: stronger lights, each looked for on its own (the union of their colours runs into the background: an apple's
+#: reds under every one of them are also a face's and a brick wall's), where LIGHTS find nothing: a teal toy in
+#: green or blue light. A blob found under one must look much like the product (STRONG_NCC; at LOOK_NCC, faces
+#: and walls of an apple's shifted hues passed in 16 frames without it on bench/locate.py's development half)
+STRONG_LIGHTS = tuple(
+    (warm, green, 1 / warm)
+    for warm in (0.8, 1.0, 1.25)
+    for green in (0.83, 1.0, 1.2)
+    if (warm, green) != (1, 1)
+)
+STRONG_NCC = 0.6
+STRONG_SCALE = 0.5
+
+
 def _relit(image: np.ndarray, light: tuple[float, float, float]) -> np.ndarray:
     return np.clip(image.astype(np.float32) * np.array(light, np.float32), 0, 255).astype(np.uint8)
 
@@ -392,6 +408,12 @@ class ProductLocator:
         self._hists = [_histogram([image], own)]
         if not self.textured and self._colourful:
             self._hists.append(_histogram([_relit(image, light) for light in LIGHTS], own))
+        #: and one for each of STRONG_LIGHTS, looked for one at a time where none of those finds it
+        self._strong = (
+            [_histogram([_relit(image, light)], own) for light in STRONG_LIGHTS]
+            if len(self._hists) > 1
+            else []
+        )
         #: a plain grey product has neither keypoints nor colours to go by, only its outline (its own pixels,
         #: 0/1, in their bounding box), set against a ring round it at a few sizes per frame size (the
         #: templates, built once for each size of frame the videos have)
@@ -689,10 +711,28 @@ class ProductLocator:
             found = self._blob(frame, hsv, hist, near, looked)
             if found is not None:
                 return found
+        return self._under_strong_light(frame) if looked and self._strong else None
+
+    def _under_strong_light(self, frame: np.ndarray) -> Located | None:
+        """A blob of the product's colours under one of STRONG_LIGHTS that looks much like it (STRONG_NCC),
+        found on the frame at STRONG_SCALE: each light is a search of its own, and blobs need no more pixels."""
+        small = cv2.resize(frame, None, fx=STRONG_SCALE, fy=STRONG_SCALE, interpolation=cv2.INTER_AREA)
+        hsv = cv2.cvtColor(small, cv2.COLOR_RGB2HSV)
+        for hist in self._strong:
+            found = self._blob(small, hsv, hist, None, True, STRONG_NCC)
+            if found is not None and found.box is not None:
+                box = scale_box(found.box, 1 / STRONG_SCALE, 1 / STRONG_SCALE)
+                return Located(box, found.confidence, found.method)
         return None
 
     def _blob(
-        self, frame: np.ndarray, hsv: np.ndarray, hist: np.ndarray, near: Box | None, looked: bool
+        self,
+        frame: np.ndarray,
+        hsv: np.ndarray,
+        hist: np.ndarray,
+        near: Box | None,
+        looked: bool,
+        least: float = 0.0,
     ) -> Located | None:
         """_by_colour, for one histogram of the product's colours."""
         projected = cv2.calcBackProject([hsv], [0, 1], hist, [0, 180, 0, 256], 1)
@@ -724,7 +764,7 @@ class ProductLocator:
             box = boxes[best]
             if looked and self._look is not None:
                 box, likeness = _grown_to_look(self._look, frame, projected, box)
-                if likeness < (LOOK_NCC if rank == 0 else LOOK_NCC_SMALLER):
+                if likeness < max(least, LOOK_NCC if rank == 0 else LOOK_NCC_SMALLER):
                     continue
                 # a blob that looks like the product may have a hand of its hues joined to it: where the part
                 # round its core looks more like the product, that part is the product

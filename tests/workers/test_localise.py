@@ -600,7 +600,8 @@ def test_a_plain_product_cut_out_of_its_photo_is_boxed_by_its_colours_where_the_
 def test_a_blob_of_a_plain_products_colours_near_its_match_is_passed_over_where_it_looks_otherwise() -> None:
     """The template's match also overlaps what stands next to the product: where its box lies on a face or a
     spacesuit, their blobs of the apple's colours (skin, the suit's shading) do not look like the apple, and no
-    box is given for them (the match's own box then stands)."""
+    box is given for them (the match's own box then stands). Nor, looked for anywhere, under any of the lights
+    that give skin and the suit's shading the apple's hues."""
     photo, _ = _apple()
     locator = ProductLocator(photo)
     for picture in (feat_single_face_photo, skimage_astronaut):
@@ -610,6 +611,7 @@ def test_a_blob_of_a_plain_products_colours_near_its_match_is_passed_over_where_
         h, w = frame.shape[:2]
         for near in [(0, 0, w, h), (0.25 * w, 0.1 * h, 0.75 * w, 0.9 * h), (0.5 * w, 0, w, h)]:
             assert locator.colour_near(frame, (w, h), near) is None, (picture.__name__, near)
+        assert locator.locate(frame, (w, h)).box is None, picture.__name__
 
 
 def test_a_plain_product_cut_out_of_its_photo_is_found_where_its_colours_look_like_it() -> None:
@@ -673,6 +675,26 @@ def test_a_plain_product_filling_most_of_the_frame_is_found_where_its_colours_lo
         assert box is None or _inside(box, truth) >= 0.8, (truth, box)
         found.append(box is not None and _inside(truth, box) >= 0.8)
     assert sum(found) >= 4, found
+
+
+def test_a_plain_product_under_a_strongly_coloured_light_is_found_where_it_looks_like_it() -> None:
+    """The apple under cool, green and green-blue lights stronger than LIGHTS: its hues have left its photo's,
+    and the union of its colours under every such light runs into the background. Looked for one light at a
+    time, a blob that looks much like it is found, and only on the apple (13 of these 15 placements; 8 without)."""
+    photo, ellipse = _apple()
+    locator = ProductLocator(photo)
+    rng = np.random.default_rng(11)
+    found = []
+    for light in [(0.8, 1.2, 1.25), (0.8, 1.0, 1.25), (1.0, 1.2, 1.0)]:
+        lit = np.clip(photo.astype(np.float32) * np.array(light, np.float32), 0, 255).astype(np.uint8)
+        for background in _backgrounds()[:6]:
+            frame, truth = _pasted(
+                lit, ellipse, background, rng, rng.uniform(0.4, 0.8) * FRAME[1], (0.95, 1.05)
+            )
+            box = locator.locate(frame, FRAME).box
+            assert box is None or _inside(box, truth) >= 0.8, (light, truth, box)
+            found.append(box is not None and _inside(truth, box) >= 0.6)
+    assert sum(found) >= 11, found
 
 
 def _joined_blob(specks: bool) -> tuple[np.ndarray, np.ndarray, Box]:

@@ -734,7 +734,8 @@ class ProductLocator:
         looked: bool,
         least: float = 0.0,
     ) -> Located | None:
-        """_by_colour, for one histogram of the product's colours."""
+        """_by_colour, for one histogram of the product's colours; a looked blob must look at least `least` like
+        the product too."""
         projected = cv2.calcBackProject([hsv], [0, 1], hist, [0, 180, 0, 256], 1)
         projected = cv2.GaussianBlur(projected, (0, 0), 2.0)
         _, blob = cv2.threshold(projected, 96, 255, cv2.THRESH_BINARY)

@@ -40,9 +40,9 @@ greener and redder light are tried (LIGHTS; bench/locate.py's development half: 
 936 → 948, held 784 → 789, items never found 18 → 16; the tuning half has no plain colourful product), and
 where those find nothing, each of a few stronger lights on its own (STRONG_LIGHTS: found 975 → 1007, never
 found 14 → 11, background finds 2 → 2). Taking LIGHTS from the start let blobs run into the background and
-found fewer (936 → 875); for a textured product, whose
-colours only stand in for features lost for a moment, the other lights' blobs displaced the boxes followed from
-the samples its features found (the tuning half's re-lit coffee cup). A plain grey or dark product has only its
+found fewer (936 → 875); for a textured product, whose colours only stand in for features lost for a moment,
+the other lights' blobs displaced the boxes followed from the samples its features found (the tuning half's
+re-lit coffee cup). A plain grey or dark product has only its
 outline to go by: it is found where the pixels inside its silhouette stand out from those round it (a dark
 tumbler against a wall), and not in a busy scene, where they rarely do and many things stand out as much (the
 crop then follows faces or saliency). A photo of the product among other things (a toy on a shelf of toys)
@@ -223,7 +223,8 @@ LIGHTS = tuple((warm, green, 1 / warm) for warm in (0.87, 1.0, 1.15) for green i
 #: stronger lights, each looked for on its own (the union of their colours runs into the background: an apple's
 #: reds under every one of them are also a face's and a brick wall's), where LIGHTS find nothing: a teal toy in
 #: green or blue light. A blob found under one must look much like the product (STRONG_NCC; at LOOK_NCC, faces
-#: and walls of an apple's shifted hues passed in 16 frames without it on bench/locate.py's development half)
+#: and walls of an apple's shifted hues were boxed in 18 frames without it, against 2, on bench/locate.py's
+#: development half)
 STRONG_LIGHTS = tuple(
     (warm, green, 1 / warm)
     for warm in (0.8, 1.0, 1.25)
@@ -406,14 +407,11 @@ class ProductLocator:
         #: the product's colours (a hue-saturation histogram, 0-255) as its photo shows them, then, for a plain
         #: colourful product (whose colours are its evidence), under LIGHTS
         self._hists = [_histogram([image], own)]
+        #: and one for each of STRONG_LIGHTS, looked for one at a time where none of those finds it
+        self._strong: list[np.ndarray] = []
         if not self.textured and self._colourful:
             self._hists.append(_histogram([_relit(image, light) for light in LIGHTS], own))
-        #: and one for each of STRONG_LIGHTS, looked for one at a time where none of those finds it
-        self._strong = (
-            [_histogram([_relit(image, light)], own) for light in STRONG_LIGHTS]
-            if len(self._hists) > 1
-            else []
-        )
+            self._strong = [_histogram([_relit(image, light)], own) for light in STRONG_LIGHTS]
         #: a plain grey product has neither keypoints nor colours to go by, only its outline (its own pixels,
         #: 0/1, in their bounding box), set against a ring round it at a few sizes per frame size (the
         #: templates, built once for each size of frame the videos have)

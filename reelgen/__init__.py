@@ -60,4 +60,6 @@ except PackageNotFoundError:  # running from a source tree that was never instal
 # 33: a colour blob over most of the frame is the product where it looks like it (a product held up close).
 # 34: a plain product's colours are also looked for under each of a few stronger lights on its own, a blob found
 #     so taken where it looks much like the product (a teal toy in green light).
-PIPELINE_VERSION = "34"
+# 35: samples that lost the product take its box tracked there through the window's frames (median flow) from
+#     the nearest sample that located it.
+PIPELINE_VERSION = "35"

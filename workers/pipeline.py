@@ -423,15 +423,8 @@ def frame_window(
     picture = picture_area(
         [f.rgb for f in frames], size, merge_text_boxes([b for _, regions in text for b in regions])
     )
+    analysis = tracked_through(analysis, dense, size, 1.0 / config.sample_fps)
     subject = product_samples(analysis, [f.t for f in frames])
-    if subject:
-        # samples that lost the product take its box carried there through the window's frames
-        step = 1.0 / config.sample_fps
-        wanted = [t for t, _ in analysis.curve if window.start_s - step < t < window.end_s + step]
-        tracked = track_gaps(subject, wanted, dense, size, analysis.cuts)
-        subject = sorted([*subject, *tracked])
-        kept = [(round(t, 1), *(round(v, 1) for v in b)) for t, b in tracked]
-        analysis = replace(analysis, subject_boxes=sorted([*analysis.subject_boxes, *kept]))  # type: ignore[list-item]
     stand_ins: list[float] = []
     if not subject:
         found = find_subjects(
@@ -478,6 +471,22 @@ def frame_window(
         unread_text_boxes=[tuple(round(v, 1) for v in b) for b in unread],  # type: ignore[misc]
         past_unread_text=past,
     )
+
+
+def tracked_through(
+    analysis: Analysis, dense: Sequence[tuple[float, np.ndarray]], source_size: tuple[int, int], step_s: float
+) -> Analysis:
+    """The analysis with boxes for the window's samples that lost the product (step_s apart), carried there
+    through its dense grey frames from the samples that located it (workers.tracking): a window whose
+    samples found the product once, near its end, shows it throughout as much as one found more often."""
+    window = analysis.window
+    located = [(b[0], (b[1], b[2], b[3], b[4])) for b in analysis.subject_boxes]
+    wanted = [t for t, _ in analysis.curve if window.start_s - step_s < t < window.end_s + step_s]
+    tracked = track_gaps(located, wanted, dense, source_size, analysis.cuts) if located else []
+    if not tracked:
+        return analysis
+    kept = [(round(t, 1), *(round(v, 1) for v in b)) for t, b in tracked]
+    return replace(analysis, subject_boxes=sorted([*analysis.subject_boxes, *kept]))  # type: ignore[list-item]
 
 
 #: letterbox reasons that text gives: a region that does not read as text cannot justify them

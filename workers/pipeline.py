@@ -486,7 +486,8 @@ def tracked_through(
     tracked = track_gaps(located, wanted, dense, source_size, analysis.cuts) if located else []
     if not tracked:
         return analysis
-    kept = [(round(t, 1), *(round(v, 1) for v in b)) for t, b in tracked]
+    # kept to a tenth, as choose keeps the located ones
+    kept = [tuple(round(v, 1) for v in (t, *b)) for t, b in tracked]
     return replace(analysis, subject_boxes=sorted([*analysis.subject_boxes, *kept]))  # type: ignore[list-item]
 
 

@@ -140,8 +140,11 @@ def track_gaps(
                 continue
             key = (origin, 1 if target > origin else -1)
             if key not in cache:
-                end = frame_of(s + key[1] * TRACK_MAX_S)
-                end = (len(times) - 1 if key[1] > 0 else 0) if end is None else end
+                # tracked as far as the reach: the farthest frame it covers on that side
+                if key[1] > 0:
+                    end = max(origin, bisect.bisect_right(times, s + TRACK_MAX_S) - 1)
+                else:
+                    end = min(origin, bisect.bisect_left(times, s - TRACK_MAX_S))
                 cache[key] = track(frames, origin, scale_box(box, sx, sy), end)
             if target in cache[key]:
                 out.append((t, scale_box(cache[key][target], 1 / sx, 1 / sy)))

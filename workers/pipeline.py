@@ -55,7 +55,7 @@ from workers.scoring import (
 )
 from workers.segments import Segment, plan_segments
 from workers.subject import find_subjects
-from workers.text_detection import detect_text, refine_text_times, text_sample_times
+from workers.text_detection import StreamedDetection, refine_text_times, text_sample_times
 from workers.text_reading import read_regions
 from workers.text_regions import merge_text_boxes
 from workers.tracking import track_gaps
@@ -415,16 +415,22 @@ def frame_window(
     window = analysis.window
     size = (info.width, info.height)
     width = min(info.width, round(info.width * TEXT_MAX_SIDE / max(size)))
-    with opener.local_path(entry.video) as path, decoding.open(path, info) as source:
+    with (
+        opener.local_path(entry.video) as path,
+        decoding.open(path, info) as source,
+        StreamedDetection(infer, key, source_size=size) as detection,
+    ):
         frames, dense = source.sample_with_gray(
-            text_sample_times(window.start_s, window.end_s), width, gray_width=dense_width(info)
-        )
-    boxes = detect_text(infer, [f.rgb for f in frames], key, source_size=size)
+            text_sample_times(window.start_s, window.end_s), width, gray_width=dense_width(info),
+            on_sample=detection.add,
+        )  # fmt: skip
+        # the product is tracked while the daemon detects text in the last frames
+        analysis = tracked_through(analysis, dense, size, 1.0 / config.sample_fps)
+        boxes = detection.results()
     text = refine_text_times([(f.t, b) for f, b in zip(frames, boxes, strict=True)], dense, size)
     picture = picture_area(
         [f.rgb for f in frames], size, merge_text_boxes([b for _, regions in text for b in regions])
     )
-    analysis = tracked_through(analysis, dense, size, 1.0 / config.sample_fps)
     subject = product_samples(analysis, [f.t for f in frames])
     stand_ins: list[float] = []
     if not subject:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import itertools
 import math
+import queue
+import threading
 from collections.abc import Callable, Sequence
 
 import cv2
@@ -20,6 +22,7 @@ from workers.geometry import Box, box_union, iou, scale_box
 from workers.scoring import Inference
 from workers.text_panels import with_panel
 from workers.text_regions import SAME_REGION_IOU
+from workers.video import Frame
 
 #: the daemon's text detection model
 TEXT_MODEL = "text_detect"
@@ -92,6 +95,67 @@ def detect_text(
             ]
         )
     return regions
+
+
+class StreamedDetection:
+    """detect_text over frames handed in one at a time while the caller goes on (decoding the rest of a window):
+    a thread sends them to the daemon as they come, together with any that queued up while it waited, so that
+    the daemon detects text beside the decode instead of after it. A worker would otherwise sit idle for the
+    daemon's whole answer; with one daemon thread serving both workers, that idle time is what the run loses.
+
+    Use it as a context manager: results() gives detect_text's regions for the frames in the order handed in
+    (a frame added with copies=n counts n times) and raises what the daemon raised; leaving the block without
+    it stops the thread after the call it is in."""
+
+    def __init__(self, infer: Inference, key: PriorityKey, *, source_size: tuple[int, int]) -> None:
+        self._infer, self._key, self._size = infer, key, source_size
+        self._queue: queue.SimpleQueue[tuple[np.ndarray, int] | None] = queue.SimpleQueue()
+        self._found: list[list[Box]] = []
+        self._error: Exception | None = None
+        self._closed = False
+        self._thread = threading.Thread(target=self._serve, name="text-detection", daemon=True)
+        self._thread.start()
+
+    def add(self, frame: Frame, copies: int = 1) -> None:
+        self._queue.put((frame.rgb, copies))
+
+    def results(self) -> list[list[Box]]:
+        self._close()
+        if self._error is not None:
+            raise self._error
+        return self._found
+
+    def _close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._queue.put(None)
+        self._thread.join()
+
+    def __enter__(self) -> StreamedDetection:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._close()
+
+    def _serve(self) -> None:
+        ended = False
+        while not ended:
+            batch = [self._queue.get()]
+            while not self._queue.empty():
+                batch.append(self._queue.get())
+            ended = batch[-1] is None  # nothing is added after the end
+            frames = [item for item in batch if item is not None]
+            if not frames or self._error is not None:
+                continue
+            try:
+                found = detect_text(
+                    self._infer, [rgb for rgb, _ in frames], self._key, source_size=self._size
+                )
+            except Exception as exc:  # handed to the caller's thread by results()
+                self._error = exc
+                continue
+            for boxes, (_, copies) in zip(found, frames, strict=True):
+                self._found.extend(list(boxes) for _ in range(copies))
 
 
 def pixels_in(image: np.ndarray, box: Box, sx: float, sy: float) -> np.ndarray:

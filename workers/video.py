@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import bisect
 import enum
+import itertools
 import logging
 import math
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -663,19 +664,27 @@ class VideoSource:
         return self.sample_with_gray(times, width)[0]
 
     def sample_with_gray(
-        self, times: Sequence[float], width: int | None = None, gray_width: int | None = None
+        self,
+        times: Sequence[float],
+        width: int | None = None,
+        gray_width: int | None = None,
+        on_sample: Callable[[Frame, int], None] | None = None,
     ) -> tuple[list[Frame], list[tuple[float, np.ndarray]]]:
         """`sample`, and from the same decoding pass, with `gray_width`, every frame from the first sample's to
-        the last sample's as grey at that width: (time, grey) in presentation order."""
+        the last sample's as grey at that width: (time, grey) in presentation order. `on_sample` is handed each
+        sampled frame as soon as it is decoded, with the number of targets it is on screen for, so that work on
+        it (the daemon's) can run while the rest decodes."""
         if not times:
             return [], []
         targets = sorted(times)
         skip_before = self._skip_before(targets[0])
-        chosen, grays = self._sample_with_gray(targets, width, gray_width, skip_before)
-        if skip_before is not None and not skip_before <= chosen[0].t <= targets[0]:
+        walk = self._on_screen(targets, skip_before)
+        first = next(walk)
+        if skip_before is not None and not skip_before <= first[0] <= targets[0]:
             # the frame on screen at the first target is older than the margin, so it may be a skipped one
-            chosen, grays = self._sample_with_gray(targets, width, gray_width, None)
-        return chosen, grays
+            walk = self._on_screen(targets, None)
+            first = next(walk)
+        return self._gathered(itertools.chain([first], walk), width, gray_width, on_sample)
 
     def _sample_with_gray(
         self,
@@ -684,13 +693,24 @@ class VideoSource:
         gray_width: int | None,
         skip_nonref_before: float | None,
     ) -> tuple[list[Frame], list[tuple[float, np.ndarray]]]:
+        return self._gathered(self._on_screen(targets, skip_nonref_before), width, gray_width, None)
+
+    def _gathered(
+        self,
+        walk: Iterator[tuple[float, av.VideoFrame, int]],
+        width: int | None,
+        gray_width: int | None,
+        on_sample: Callable[[Frame, int], None] | None,
+    ) -> tuple[list[Frame], list[tuple[float, np.ndarray]]]:
         chosen: list[Frame] = []
         grays: list[tuple[float, np.ndarray]] = []
-        for t, frame, count in self._on_screen(targets, skip_nonref_before):
+        for t, frame, count in walk:
             if gray_width is not None:
                 grays.append((t, self._to_gray(frame, gray_width)))
             if count:
                 picture = Frame(t, self._to_rgb(frame, width))
+                if on_sample is not None:
+                    on_sample(picture, count)
                 chosen.extend([picture] * count)
         return chosen, grays
 

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import itertools
 import shutil
+import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import cv2
 import numpy as np
+import numpy.typing as npt
 import pytest
 
 from gpu_service import registry
@@ -18,9 +21,19 @@ from gpu_service.models import text_read
 from gpu_service.models.text_detect import builtin_model_path
 from gpu_service.scheduler import PriorityKey
 from reelgen.digests import file_digest
-from reelgen.errors import ConfigError
+from reelgen.errors import ConfigError, InferenceRejected
+from tests.support.inference import Recording
 from workers.geometry import Box
-from workers.text_detection import TEXT_FPS, detect_text, plausible_text, refine_text_times, text_sample_times
+from workers.text_detection import (
+    TEXT_FPS,
+    TEXT_MODEL,
+    StreamedDetection,
+    detect_text,
+    plausible_text,
+    refine_text_times,
+    text_sample_times,
+)
+from workers.video import Frame
 
 KEY = PriorityKey(0.0, 0.0)
 
@@ -77,6 +90,54 @@ def test_a_batch_finds_what_single_frames_do_and_boxes_scale_back_to_source(mode
     assert len(scaled) == len(direct) >= 1
     for s, d in zip(sorted(scaled), sorted(direct), strict=True):
         assert max(abs(a - b) for a, b in zip(s, d, strict=True)) < 10
+
+
+def test_streamed_detection_finds_what_one_call_does_while_frames_are_still_coming(
+    model: LocalInference,
+) -> None:
+    captioned = caption_frame(1280, 720, "SALE 50% OFF", (420, 200), 1.6)
+    frames = [
+        cv2.resize(f, (736, 414), interpolation=cv2.INTER_AREA)
+        for f in (captioned, caption_frame(1280, 720, "", (0, 0), 1.0))
+    ]
+    recording = Recording()
+    with StreamedDetection(recording, KEY, source_size=(1280, 720)) as detection:
+        detection.add(Frame(0.0, frames[0]), copies=2)
+        # the first frame is detected before the next is handed in: the daemon works beside the caller
+        deadline = time.monotonic() + 60
+        while not recording.requests and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert [r.frames for r in recording.requests] == [1]
+        detection.add(Frame(1.0, frames[1]))
+        detection.add(Frame(2.0, frames[0]))
+        found = detection.results()
+    assert found == detect(model, [frames[0], frames[0], frames[1], frames[0]], source_size=(1280, 720))
+    assert len(found[0]) >= 1 and found[2] == []
+    assert recording.frames() == {TEXT_MODEL: 3}  # each frame detected once, its copies given its regions
+
+
+class Refusing(LocalInference):
+    """The in-process models behind a daemon that refuses every request (as one with too small slots does)."""
+
+    def infer(self, *_: Any, **__: Any) -> dict[str, npt.NDArray[np.float32]]:
+        raise InferenceRejected("one frame needs more bytes than the daemon's slots")
+
+
+def test_streamed_detection_raises_the_daemons_error_and_stops_when_left_early(model: LocalInference) -> None:
+    frame = caption_frame(640, 360, "", (0, 0), 1.0)
+    with StreamedDetection(Refusing(), KEY, source_size=(640, 360)) as detection:
+        detection.add(Frame(0.0, frame))
+        detection.add(Frame(1.0, frame))
+        with pytest.raises(InferenceRejected, match="slots"):
+            detection.results()
+    assert not detection._thread.is_alive()
+    with (
+        pytest.raises(RuntimeError, match="decode failed"),
+        StreamedDetection(model, KEY, source_size=(640, 360)) as left,
+    ):
+        left.add(Frame(0.0, frame))
+        raise RuntimeError("decode failed")
+    assert not left._thread.is_alive()
 
 
 @pytest.mark.parametrize(

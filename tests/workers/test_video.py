@@ -18,7 +18,7 @@ from tests.support.media import make_code_video, read_code, write_mjpeg_sizes
 from workers import render as render_module
 from workers.geometry import CropPath, CropRect, aspect_size
 from workers.render import EncodeOptions, OutputSpec, render_window
-from workers.video import MediaLimits, VideoSource
+from workers.video import Frame, MediaLimits, VideoSource
 
 
 def test_probe_reports_display_facts(tmp_path: Path) -> None:
@@ -303,3 +303,32 @@ def test_a_time_limit_during_the_decode_abandons_every_clip(
         render_window(source, 1.0, 5.0, specs, EncodeOptions(preset="ultrafast"))
     assert threading.active_count() == threads
     assert all(spec.frames <= 20 for spec in specs)
+
+
+def test_each_sample_is_handed_on_as_it_is_decoded_and_only_from_the_pass_kept(tmp_path: Path) -> None:
+    path = tmp_path / "v.mp4"
+    # the frame on screen from 1.0 s to 3 s is a non-reference B-frame shown for longer than the pre-roll
+    # margin: the pass that skips such frames is decoded again without skipping
+    times = [k / 25 for k in range(26)] + [3.0 + k / 25 for k in range(25)]
+    make_code_video(path, fps=25, audio=False, frame_times=times)
+    handed: list[tuple[int, int, int]] = []
+    with VideoSource(path) as source:
+        greys_made: list[None] = []
+        to_gray = source._to_gray
+
+        def counted(frame: av.VideoFrame, width: int) -> np.ndarray:
+            greys_made.append(None)
+            return to_gray(frame, width)
+
+        source._to_gray = counted  # type: ignore[method-assign]
+
+        def handed_on(frame: Frame, copies: int) -> None:
+            handed.append((read_code(frame.rgb), copies, len(greys_made)))
+
+        frames, grays = source.sample_with_gray([2.5, 2.6, 3.2, 3.5], gray_width=160, on_sample=handed_on)
+    assert [read_code(f.rgb) for f in frames] == [25, 25, 31, 38]
+    # the frame on screen at 2.5 and 2.6 s once, with its two copies; nothing of the pass thrown away
+    assert [(code, copies) for code, copies, _ in handed] == [(25, 2), (31, 1), (38, 1)]
+    # each one as soon as it was decoded, not once the pass was over
+    decoded = [next(k for k, (t, _) in enumerate(grays) if t == times[code]) + 1 for code, _, _ in handed]
+    assert [made for _, _, made in handed] == decoded and decoded[0] == 1 and decoded[-1] == len(grays)

@@ -639,14 +639,19 @@ class VideoSource:
         """
         if not ticks:
             return
-        skip_before = self._skip_before(ticks[0])
-        walk = self._on_screen(ticks, skip_before)
+        yield from self._walk(ticks, latest=math.inf)
+
+    def _walk(self, targets: Sequence[float], latest: float) -> Iterator[tuple[float, av.VideoFrame, int]]:
+        """_on_screen over the targets, the pre-roll's non-reference frames skipped where that is safe: decoded
+        again without skipping when the frame on screen at the first target is older than the margin (so
+        possibly a skipped one) or later than `latest`."""
+        skip_before = self._skip_before(targets[0])
+        walk = self._on_screen(targets, skip_before)
         first = next(walk)
-        if skip_before is not None and not skip_before <= first[0]:
-            walk = self._on_screen(ticks, None)
+        if skip_before is not None and not skip_before <= first[0] <= latest:
+            walk = self._on_screen(targets, None)
             first = next(walk)
-        yield first
-        yield from walk
+        return itertools.chain([first], walk)
 
     def _skip_before(self, first_target: float) -> float | None:
         """Where skipping non-reference frames may end for a pass whose first target is first_target: none
@@ -677,23 +682,7 @@ class VideoSource:
         if not times:
             return [], []
         targets = sorted(times)
-        skip_before = self._skip_before(targets[0])
-        walk = self._on_screen(targets, skip_before)
-        first = next(walk)
-        if skip_before is not None and not skip_before <= first[0] <= targets[0]:
-            # the frame on screen at the first target is older than the margin, so it may be a skipped one
-            walk = self._on_screen(targets, None)
-            first = next(walk)
-        return self._gathered(itertools.chain([first], walk), width, gray_width, on_sample)
-
-    def _sample_with_gray(
-        self,
-        targets: list[float],
-        width: int | None,
-        gray_width: int | None,
-        skip_nonref_before: float | None,
-    ) -> tuple[list[Frame], list[tuple[float, np.ndarray]]]:
-        return self._gathered(self._on_screen(targets, skip_nonref_before), width, gray_width, None)
+        return self._gathered(self._walk(targets, latest=targets[0]), width, gray_width, on_sample)
 
     def _gathered(
         self,

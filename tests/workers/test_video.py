@@ -76,7 +76,7 @@ def test_the_pre_roll_skips_non_reference_frames_and_the_window_decodes_the_same
         skipping = [round(t * 25) for t, _ in source._decoded(start, skip_nonref_before=start)]
         window = list(source.frames(start, end))
         codes = [read_code(f.rgb) for f in window]
-        plain = source._sample_with_gray([start, 4.6, end], None, 160, None)
+        plain = source._gathered(source._on_screen([start, 4.6, end], None), None, 160, None)
         fast = source.sample_with_gray([start, 4.6, end], gray_width=160)
         assert source._stream.codec_context.skip_frame == "DEFAULT"
     assert len(skipping) < 0.8 * len(every)  # a third or more of the pre-roll is never decoded

@@ -68,12 +68,30 @@ def aspect_size(aspect: tuple[int, int], width: int, height: int, max_side: int 
     return AspectSize(aspect, a * m, b * m, a * out_m, b * out_m)
 
 
+#: how far a smaller crop's aspect may be from its output's: scaled to the output, a picture stretched by
+#: half a per cent is not seen, and it frees the crop's size from the exact aspect's coarse grid (18 × 32
+#: pixels for 9:16), whose next size down could leave a crop sized to pass a caption too small for the product
+ZOOM_ASPECT_SLACK = 0.005
+
+
 def zoomed_size(size: AspectSize, zoom: float) -> tuple[int, int]:
-    """The crop zoom times the aspect's largest one's size, of exact aspect and even sides as aspect_size's;
-    (0, 0) when none is that small."""
+    """The largest crop, even-sided, no larger than zoom times the aspect's largest one on either side and of its
+    aspect within ZOOM_ASPECT_SLACK; (0, 0) when none is that small.
+
+    Sizes step by two pixels along the crop's short side, the long side the nearest even length to the aspect
+    (an error of at most one pixel in it); the exact aspect's size (aspect_size's grid) is the floor."""
     a, b = lowest_terms(size.aspect)
     m = int(size.crop_w * zoom / a) // 2 * 2
-    return a * m, b * m
+    exact = (a * m, b * m)
+    short, long = sorted((a, b))
+    # along the short side: the largest even length inside the zoom, down to the exact size's
+    limit_short, limit_long = sorted((size.crop_w * zoom, size.crop_h * zoom))
+    floor_short = min(exact)
+    for side in range(even_down(limit_short + 1e-6), floor_short, -2):
+        other = even(side * long / short)
+        if other <= limit_long + 1e-6 and abs(other * short - side * long) <= ZOOM_ASPECT_SLACK * side * long:
+            return (side, other) if a <= b else (other, side)
+    return exact
 
 
 def even(value: float) -> int:

@@ -57,7 +57,8 @@ class FramingPlan:
     """One aspect's plan: crop rectangles at key times over the window, linear in between.
 
     When `padded`, the rectangles are the region shown letterboxed inside the output (they do not have the
-    output's aspect); otherwise they have it exactly.
+    output's aspect); otherwise they have it, exactly for the aspect's largest crop and within
+    workers.geometry.ZOOM_ASPECT_SLACK for a smaller one.
     """
 
     size: AspectSize

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from workers.geometry import CropPath, CropRect, aspect_size
+from workers.geometry import ZOOM_ASPECT_SLACK, CropPath, CropRect, aspect_size, zoomed_size
 
 ASPECTS = [(1, 1), (2, 3), (3, 4), (4, 5), (9, 16), (16, 9)]
 
@@ -44,3 +44,22 @@ def test_crop_path_holds_a_crop_up_to_a_jump_to_another_size() -> None:
     before, after = CropRect(10, 0, 100, 100), CropRect(200, 20, 80, 80)
     path = CropPath((1.0, 1.999, 2.0), (before, before, after))
     assert path(1.9995) == before and path(2.0) == after
+
+
+@pytest.mark.parametrize("aspect", ASPECTS)
+@pytest.mark.parametrize("source", [(1280, 720), (720, 1280), (640, 360), (1920, 1080), (960, 540)])
+def test_a_smaller_crop_is_even_near_the_aspect_and_no_smaller_than_the_exact_grids(
+    aspect: tuple[int, int], source: tuple[int, int]
+) -> None:
+    size = aspect_size(aspect, *source)
+    a, b = aspect
+    for zoom in (0.95, 0.9, 0.852, 0.8, 0.7, 0.6):
+        w, h = zoomed_size(size, zoom)
+        assert w % 2 == 0 and h % 2 == 0
+        assert w <= size.crop_w * zoom + 1e-6 and h <= size.crop_h * zoom + 1e-6
+        assert abs(w * b - h * a) <= ZOOM_ASPECT_SLACK * h * a
+        # the exact aspect's largest crop inside the zoom is the floor
+        m = int(size.crop_w * zoom / a) // 2 * 2
+        assert w >= a * m and h >= b * m
+        # two pixels short of the zoom on the short side at most, where the aspect lets the long side follow
+        assert min(w, h) >= min(size.crop_w, size.crop_h) * zoom - 2 * max(a, b) / min(a, b) - 2

@@ -74,6 +74,12 @@ def aspect_size(aspect: tuple[int, int], width: int, height: int, max_side: int 
 ZOOM_ASPECT_SLACK = 0.005
 
 
+def near_aspect(width: int, height: int, aspect: tuple[int, int]) -> bool:
+    """Whether width×height is of aspect a:b within ZOOM_ASPECT_SLACK."""
+    a, b = aspect
+    return abs(width * b - height * a) <= ZOOM_ASPECT_SLACK * height * a
+
+
 def zoomed_size(size: AspectSize, zoom: float) -> tuple[int, int]:
     """The largest crop, even-sided, no larger than zoom times the aspect's largest one on either side and of its
     aspect within ZOOM_ASPECT_SLACK; (0, 0) when none is that small.
@@ -86,11 +92,11 @@ def zoomed_size(size: AspectSize, zoom: float) -> tuple[int, int]:
     short, long = sorted((a, b))
     # along the short side: the largest even length inside the zoom, down to the exact size's
     limit_short, limit_long = sorted((size.crop_w * zoom, size.crop_h * zoom))
-    floor_short = min(exact)
-    for side in range(even_down(limit_short + 1e-6), floor_short, -2):
+    for side in range(even_down(limit_short + 1e-6), min(exact), -2):
         other = even(side * long / short)
-        if other <= limit_long + 1e-6 and abs(other * short - side * long) <= ZOOM_ASPECT_SLACK * side * long:
-            return (side, other) if a <= b else (other, side)
+        crop = (side, other) if a <= b else (other, side)
+        if other <= limit_long + 1e-6 and near_aspect(*crop, (a, b)):
+            return crop
     return exact
 
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from workers.geometry import ZOOM_ASPECT_SLACK, CropPath, CropRect, aspect_size, zoomed_size
+from workers.geometry import CropPath, CropRect, aspect_size, near_aspect, zoomed_size
 
 ASPECTS = [(1, 1), (2, 3), (3, 4), (4, 5), (9, 16), (16, 9)]
 
@@ -57,7 +57,7 @@ def test_a_smaller_crop_is_even_near_the_aspect_and_no_smaller_than_the_exact_gr
         w, h = zoomed_size(size, zoom)
         assert w % 2 == 0 and h % 2 == 0
         assert w <= size.crop_w * zoom + 1e-6 and h <= size.crop_h * zoom + 1e-6
-        assert abs(w * b - h * a) <= ZOOM_ASPECT_SLACK * h * a
+        assert near_aspect(w, h, aspect)
         # the exact aspect's largest crop inside the zoom is the floor
         m = int(size.crop_w * zoom / a) // 2 * 2
         assert w >= a * m and h >= b * m

@@ -16,7 +16,7 @@ from workers.framing import (
     FramingPlan,
     plan_framing,
 )
-from workers.geometry import ZOOM_ASPECT_SLACK, Box, CropRect
+from workers.geometry import Box, CropRect, near_aspect
 from workers.pipeline import Analysis, product_samples
 from workers.text_detection import text_sample_times
 from workers.text_regions import merge_text_boxes, text_union
@@ -52,12 +52,6 @@ def box_at(located: Sequence[tuple[float, tuple[float, ...]]], t: float) -> Box:
 
 def holds(rect: CropRect, box: Box) -> bool:
     return rect.x <= box[0] and box[2] <= rect.x + rect.w and rect.y <= box[1] and box[3] <= rect.y + rect.h
-
-
-def near_aspect(rect: CropRect, aspect: tuple[int, int]) -> bool:
-    """Of the aspect within the slack a smaller crop has (the output's scaling absorbs it)."""
-    a, b = aspect
-    return abs(rect.w * b - rect.h * a) <= ZOOM_ASPECT_SLACK * rect.h * a
 
 
 def sampled(
@@ -311,6 +305,23 @@ def test_a_product_crossing_a_caption_wider_than_the_crop_is_letterboxed_for_tha
     assert not plans["16:9"].padded
 
 
+def portrait_past(
+    caption: Box, subject: Callable[[float], Box], margin: float, frame: tuple[int, int] = (W, H)
+) -> FramingPlan:
+    """The 9:16 plan of a subject moving past a caption, checked at every frame: a crop (no letterbox) smaller
+    than the largest, of the aspect within its slack, that never cuts the caption and always holds the subject."""
+    text = [(float(t), [caption]) for t in np.arange(1.0, 8.0, 0.5)]
+    plan = plan_framing(2.0, 7.0, *frame, [(9, 16)], sampled(subject, 2.0, 7.0, 2.0), text)["9:16"]
+    assert not plan.padded and plan.zoom < 1, (plan.padded_reason, plan.zoom)
+    path = plan.crop_path()
+    for t in frame_times(2.0, 7.0):
+        rect = path(t)
+        assert near_aspect(rect.w, rect.h, (9, 16)), (t, rect)
+        assert not cuts_box(rect, caption, margin=margin, frame=frame), (t, rect)
+        assert holds(rect, subject(t)), (t, rect)
+    return plan
+
+
 def test_a_smaller_crop_passes_a_caption_at_the_frame_edge_instead_of_letterboxing() -> None:
     caption = (250.0, 300.0, 470.0, 340.0)  # wider than the 9:16 crop, at the bottom edge, below the product
 
@@ -318,14 +329,7 @@ def test_a_smaller_crop_passes_a_caption_at_the_frame_edge_instead_of_letterboxi
         x = 60 + 88 * (t - 2.0)
         return (x, 120.0, x + 60, 200.0)
 
-    text = [(t, [caption]) for t in np.arange(1.0, 8.0, 0.5)]
-    portrait = plan_framing(2.0, 7.0, W, H, [(9, 16)], sampled(crossing, 2.0, 7.0, 2.0), text)["9:16"]
-    assert not portrait.padded and portrait.zoom < 1
-    path = portrait.crop_path()
-    for t in frame_times(2.0, 7.0):
-        rect = path(t)
-        assert near_aspect(rect, (9, 16)) and not cuts_box(rect, caption, margin=6)
-        assert holds(rect, crossing(t))
+    portrait_past(caption, crossing, margin=6)
 
 
 def test_a_crop_sized_to_pass_a_caption_is_not_cut_down_to_the_exact_aspects_grid() -> None:
@@ -338,15 +342,8 @@ def test_a_crop_sized_to_pass_a_caption_is_not_cut_down_to_the_exact_aspects_gri
         x = 200 + 20 * (t - 2.0)
         return (x, 130.0, x + 330, 410.0)
 
-    text = [(t, [caption]) for t in np.arange(1.0, 8.0, 0.5)]
-    portrait = plan_framing(2.0, 7.0, 1280, 720, [(9, 16)], sampled(moving, 2.0, 7.0, 2.0), text)["9:16"]
-    assert not portrait.padded and portrait.zoom < 1
-    path = portrait.crop_path()
-    for t in frame_times(2.0, 7.0):
-        rect = path(t)
-        assert rect.w > 324 and near_aspect(rect, (9, 16))
-        assert not cuts_box(rect, caption, margin=6, frame=(1280, 720))
-        assert holds(rect, moving(t))
+    path = portrait_past(caption, moving, margin=6, frame=(1280, 720)).crop_path()
+    assert all(path(t).w > 324 for t in frame_times(2.0, 7.0))
 
 
 def _held_share(rect: CropRect, box: Box) -> float:
@@ -423,21 +420,16 @@ def test_a_crop_sized_to_pass_a_caption_holds_a_product_no_fixed_smaller_crop_ca
     """A caption wider than the 9:16 crop runs along the bottom edge; the product above it is 170 px wide. The
     largest crop must cut the caption; the fixed smaller crops that pass it (0.9 of the largest and less: 162 px
     wide and narrower) cannot hold the product. The crop sized to end just above the caption's clearance
-    (182×324, within half a per cent of 9:16) does: the clip is cropped, not letterboxed for text and subject that cannot be separated."""
+    (182×324, within half a per cent of 9:16) does: the clip is cropped, not letterboxed for text and subject
+    that cannot be separated."""
     caption = (100.0, 335.0, 540.0, 355.0)
 
     def moving(t: float) -> Box:
         x = 200 + 12 * (t - 2.0)
         return (x, 60.0, x + 170, 250.0)
 
-    text = [(float(t), [caption]) for t in np.arange(1.0, 8.0, 0.5)]
-    plan = plan_framing(2.0, 7.0, W, H, [(9, 16)], sampled(moving, 2.0, 7.0, 2.0), text)["9:16"]
-    assert not plan.padded and 0.9 < plan.zoom < 1, (plan.padded_reason, plan.zoom)
-    path = plan.crop_path()
-    for t in frame_times(2.0, 7.0):
-        rect = path(t)
-        assert near_aspect(rect, (9, 16)) and not cuts_box(rect, caption, margin=7), (t, rect)
-        assert holds(rect, moving(t)), (t, rect)
+    plan = portrait_past(caption, moving, margin=7)
+    assert plan.zoom > 0.9, plan.zoom
 
 
 def test_no_smaller_crop_narrower_than_the_product_is_taken() -> None:

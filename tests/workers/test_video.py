@@ -105,6 +105,25 @@ def test_analysis_decoding_skips_deblocking_and_shows_the_same_frames_nearly_ali
     assert max(float(d.mean()) for d in differences) < 2.0
 
 
+def test_conversions_through_one_source_equal_each_frames_own_and_outlive_the_next() -> None:
+    """A source keeps one swscale context for all its conversions: switching it between sizes must not change
+    a picture, and a later conversion must not write into an earlier one's pixels."""
+    path = feat_pexels_portrait()
+    assert path is not None, "python -m tests.fetch_real_media"
+    times = [0.5, 1.5, 3.0]
+    with VideoSource(path) as source:
+        first = source.sample(times, width=200)
+        kept = [f.rgb.copy() for f in first]
+        source.sample(times, width=320)
+        again = source.sample(times, width=200)
+    for t, picture, copy, later in zip(times, first, kept, again, strict=True):
+        with VideoSource(path) as alone:
+            (own,) = alone.sample([t], width=200)
+        assert picture.rgb.shape == (112, 200, 3)
+        assert np.array_equal(picture.rgb, copy)
+        assert np.array_equal(picture.rgb, own.rgb) and np.array_equal(later.rgb, own.rgb)
+
+
 def test_a_frame_on_screen_for_longer_than_the_pre_roll_margin_is_still_the_one_sampled(
     tmp_path: Path,
 ) -> None:

@@ -86,7 +86,7 @@ from bench.quality_set import (  # noqa: E402
 from monitoring.machine import machine_lines  # noqa: E402
 from workers.crop_paths import HELD_SHARE, FramingParams, held_span  # noqa: E402
 from workers.framing import crop_zooms  # noqa: E402
-from workers.geometry import aspect_size, lowest_terms, zoomed_size  # noqa: E402
+from workers.geometry import aspect_size, lowest_terms, spanning_size, zoomed_size  # noqa: E402
 from workers.text_reading import READ_SCORE, strips_of  # noqa: E402
 from workers.text_regions import text_clearance  # noqa: E402
 
@@ -220,11 +220,11 @@ def _aspect(label: str) -> tuple[int, int]:
 
 
 def largest_crop(label: str, width: int, height: int) -> tuple[int, int]:
-    """The largest crop of the aspect inside the source, as reelgen can take it (even sides)."""
-    a, b = _aspect(label)
-    m = min(width // a, height // b)
-    m -= m % 2
-    return a * m, b * m
+    """The largest crop of the aspect inside the source, as reelgen can take it: even sides, the exact aspect's
+    or, where larger, the frame-spanning one within the aspect's slack (workers.geometry.spanning_size), which
+    the planner takes for a product too big for the exact one."""
+    size = aspect_size(_aspect(label), width, height)
+    return spanning_size(size, width, height) or (size.crop_w, size.crop_h)
 
 
 def area(r: Rect) -> float:

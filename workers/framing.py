@@ -1,7 +1,8 @@
 """The crop planner: for every aspect, a text-safe crop path that follows the subject over the window, crop
 first, letterbox last.
 
-For each aspect the largest crop is tried, then smaller ones placed past captions (zooms), then a path that
+For each aspect the largest crop is tried (where the subject is a few per cent too big for it, the crop spanning
+the frame within the aspect's slack), then smaller ones placed past captions (zooms), then a path that
 jumps inside a shot, as at a cut, between places and sizes of crop; only when none will do is the shown region
 widened along the moving axis until a path exists, and the clip letterboxed over a blurred fill (`padded`), with
 its reason (PAD_REASONS). The path itself is planned per shot by
@@ -41,6 +42,7 @@ from workers.geometry import (
     even_down,
     even_up,
     moved_box,
+    spanning_size,
     zoomed_size,
 )
 from workers.text_regions import Interval, TextTrack, safe_positions, text_clearance, text_union
@@ -58,7 +60,8 @@ class FramingPlan:
 
     When `padded`, the rectangles are the region shown letterboxed inside the output (they do not have the
     output's aspect); otherwise they have it, exactly for the aspect's largest crop and within
-    workers.geometry.ZOOM_ASPECT_SLACK for a smaller one.
+    workers.geometry.ZOOM_ASPECT_SLACK for a smaller one and for the frame-spanning one
+    (workers.geometry.spanning_size) taken where the subject is a few per cent too big for the largest.
     """
 
     size: AspectSize
@@ -70,8 +73,8 @@ class FramingPlan:
     moves: bool
     #: why the clip is letterboxed (one of PAD_REASONS), None when it is cropped
     padded_reason: str | None = None
-    #: the crop's size as a share of the aspect's largest crop (below 1: zoomed in past captions; the
-    #: smallest used, where the crop changes size at a jump)
+    #: the crop's size as a share of the aspect's largest crop (above 1: the frame-spanning crop; below 1: zoomed
+    #: in past captions; the smallest used, where the crop changes size at a jump)
     zoom: float = 1.0
     #: times inside a shot where the crop jumps to a new place or size, as at a cut: text kept a crop moving at
     #: the motion bounds off the subject
@@ -514,11 +517,11 @@ def _plan_aspect(
         # a smaller crop is a choice: it must be able to hold the whole subject, not only its held share (the
         # margin it must hold is only what room the crop has: without this, the smallest crop passed a subject
         # longer than itself)
-        too_big = _too_big(bare, line, held=HELD_SHARE if zoom == 1 else 1.0)[1]
+        too_big = _too_big(bare, line, held=HELD_SHARE if zoom >= 1 else 1.0)[1]
         # a face or a salient region standing in for a product not found is cropped however large
         if too_big > limit and not stand_in_only:
             # a smaller crop is only tried past text: the subject too big for it is one text keeps out
-            failed.add(PAD_SUBJECT_TOO_BIG if zoom == 1 else PAD_TEXT_AND_SUBJECT)
+            failed.add(PAD_SUBJECT_TOO_BIG if zoom >= 1 else PAD_TEXT_AND_SUBJECT)
             return None
         if zoom < 1 and not stand_in_only and _forced(segments_on(line, track, grow), line) + across > limit:
             # keys where every text-safe position misses the subject are misses on any path: too many rule the
@@ -531,7 +534,7 @@ def _plan_aspect(
             return None
         if stand_in_only or cropped.misses + across <= limit:
             return cropped.framing(size, regions, zoom)
-        if zoom == 1:
+        if zoom >= 1:
             # misses the motion bounds alone would cause (an erratic subject) are the crop's to take; only those
             # that text adds justify showing a wider, letterboxed region, and only for the product itself
             free = _plan_line(line, bare, params, miss_share=1.0)
@@ -542,9 +545,15 @@ def _plan_aspect(
         failed.add(PAD_TEXT_AND_SUBJECT)
         return None
 
+    spanning = spanning_size(size, width, height)
     for zoom, line in lines:
         # a smaller crop leaves less room for error in the subject's box: it must hold the box grown by a margin
         plan = attempt(zoom, line, 0.0 if zoom == 1 else params.zoom_margin)
+        if plan is None and zoom == 1 and spanning is not None and PAD_SUBJECT_TOO_BIG in failed:
+            # the exact aspect's grid leaves its largest crop a few per cent short of the frame: a subject that
+            # much too big for it is held by the frame-spanning crop of the aspect within its slack, scaled to
+            # the output, before anything is letterboxed (the exact crop stays first: it is copied, not scaled)
+            plan = attempt(spanning[0] / size.crop_w, crop_line(*spanning, width, height), 0.0)
         if plan is not None:
             return plan
     if PAD_SUBJECT_TOO_BIG not in failed:

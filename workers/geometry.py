@@ -100,6 +100,14 @@ def zoomed_size(size: AspectSize, zoom: float) -> tuple[int, int]:
     return exact
 
 
+def spanning_size(size: AspectSize, width: int, height: int) -> tuple[int, int] | None:
+    """The largest crop of the aspect within ZOOM_ASPECT_SLACK inside a width×height frame, where it is larger
+    than the exact aspect's (aspect_size): the exact grid leaves that one up to a few per cent short of the frame
+    (9:16 of 960×540 is 288×512, of 1280×720 396×704); None where it is not larger."""
+    crop = zoomed_size(size, min(width / size.crop_w, height / size.crop_h))
+    return crop if crop[0] > size.crop_w else None
+
+
 def even(value: float) -> int:
     return round(value / 2.0) * 2
 

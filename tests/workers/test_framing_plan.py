@@ -365,6 +365,25 @@ def test_a_product_a_few_pixels_longer_than_the_crop_is_cropped_holding_most_of_
     assert plan_framing(2.0, 7.0, W, H, [(9, 16)], wide, [])["9:16"].padded_reason == PAD_SUBJECT_TOO_BIG
 
 
+def test_a_product_a_few_per_cent_too_big_for_the_exact_crop_is_held_by_the_one_spanning_the_frame() -> None:
+    """9:16 of 960×540 is 288×512 exactly, 5 % short of the frame. A product 310 px wide is too wide for it (its
+    held 95 % is 295 px), not for the crop spanning the frame within the aspect's slack (302×536), which is taken
+    and scaled to the 288×512 output instead of a letterbox; a product too wide for that one too is letterboxed."""
+    near = [(t, (300.0, 100.0, 610.0, 400.0)) for t in np.arange(1.0, 8.0, 0.5)]
+    plan = plan_framing(2.0, 7.0, 960, 540, [(9, 16)], near, [])["9:16"]
+    assert not plan.padded, plan.padded_reason
+    assert plan.zoom > 1 and (plan.size.out_w, plan.size.out_h) == (288, 512)
+    for t in frame_times(2.0, 7.0):
+        rect = plan.crop_path()(t)
+        assert (rect.w, rect.h) == (302, 536) and near_aspect(rect.w, rect.h, (9, 16)), (t, rect)
+        assert _held_share(rect, near[0][1]) >= 0.95, (t, rect)
+    # with room to spare the exact crop is taken, copied to the output pixel for pixel
+    fits = [(t, (300.0, 100.0, 580.0, 400.0)) for t in np.arange(1.0, 8.0, 0.5)]
+    assert plan_framing(2.0, 7.0, 960, 540, [(9, 16)], fits, [])["9:16"].crop_path()(4.0).w == 288
+    wide = [(t, (300.0, 100.0, 630.0, 400.0)) for t in np.arange(1.0, 8.0, 0.5)]
+    assert plan_framing(2.0, 7.0, 960, 540, [(9, 16)], wide, [])["9:16"].padded_reason == PAD_SUBJECT_TOO_BIG
+
+
 def test_a_crop_holding_less_than_the_held_share_of_a_product_slightly_wider_than_it_is_not_taken() -> None:
     """A product 4 % wider than 9:16's crop may be cropped holding 95 % of it, but a caption just right of it
     leaves room only for crops holding 90 %: those are misses, and the clip is letterboxed for the text."""

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from workers.geometry import CropPath, CropRect, aspect_size, near_aspect, zoomed_size
+from workers.geometry import CropPath, CropRect, aspect_size, near_aspect, spanning_size, zoomed_size
 
 ASPECTS = [(1, 1), (2, 3), (3, 4), (4, 5), (9, 16), (16, 9)]
 
@@ -44,6 +44,33 @@ def test_crop_path_holds_a_crop_up_to_a_jump_to_another_size() -> None:
     before, after = CropRect(10, 0, 100, 100), CropRect(200, 20, 80, 80)
     path = CropPath((1.0, 1.999, 2.0), (before, before, after))
     assert path(1.9995) == before and path(2.0) == after
+
+
+@pytest.mark.parametrize("aspect", ASPECTS)
+@pytest.mark.parametrize(
+    "source", [(1280, 720), (720, 1280), (960, 540), (540, 960), (640, 640), (1920, 1080)]
+)
+def test_the_frame_spanning_crop_is_larger_than_the_exact_one_inside_the_frame_and_near_the_aspect(
+    aspect: tuple[int, int], source: tuple[int, int]
+) -> None:
+    size = aspect_size(aspect, *source)
+    a, b = aspect
+    # every even crop inside the frame of the aspect within its slack, larger than the exact one
+    larger = [
+        (w, h)
+        for w in range(size.crop_w + 2, source[0] + 1, 2)
+        for h in (round(w * b / a / 2) * 2,)
+        if h <= source[1] and near_aspect(w, h, aspect)
+    ]
+    spanning = spanning_size(size, *source)
+    if spanning is None:
+        assert not larger, larger
+        return
+    w, h = spanning
+    assert w % 2 == 0 and h % 2 == 0 and w <= source[0] and h <= source[1]
+    assert w > size.crop_w and h >= size.crop_h and near_aspect(w, h, aspect)
+    # the largest such crop, or two pixels short of it on its short side
+    assert min(w, h) >= min(max(larger)) - 2, (spanning, max(larger))
 
 
 @pytest.mark.parametrize("aspect", ASPECTS)

@@ -1,8 +1,8 @@
 """The crop planner: for every aspect, a text-safe crop path that follows the subject over the window, crop
 first, letterbox last.
 
-For each aspect the largest crop is tried (where the subject is a few per cent too big for it, the crop spanning
-the frame within the aspect's slack), then smaller ones placed past captions (zooms), then a path that
+For each aspect the largest crop is tried, then the crop spanning the frame within the aspect's slack (a few per
+cent larger), then smaller ones placed past captions (zooms), then a path that
 jumps inside a shot, as at a cut, between places and sizes of crop; only when none will do is the shown region
 widened along the moving axis until a path exists, and the clip letterboxed over a blurred fill (`padded`), with
 its reason (PAD_REASONS). The path itself is planned per shot by
@@ -61,7 +61,7 @@ class FramingPlan:
     When `padded`, the rectangles are the region shown letterboxed inside the output (they do not have the
     output's aspect); otherwise they have it, exactly for the aspect's largest crop and within
     workers.geometry.ZOOM_ASPECT_SLACK for a smaller one and for the frame-spanning one
-    (workers.geometry.spanning_size) taken where the subject is a few per cent too big for the largest.
+    (workers.geometry.spanning_size) taken where the largest will not do.
     """
 
     size: AspectSize
@@ -549,10 +549,11 @@ def _plan_aspect(
     for zoom, line in lines:
         # a smaller crop leaves less room for error in the subject's box: it must hold the box grown by a margin
         plan = attempt(zoom, line, 0.0 if zoom == 1 else params.zoom_margin)
-        if plan is None and zoom == 1 and spanning is not None and PAD_SUBJECT_TOO_BIG in failed:
-            # the exact aspect's grid leaves its largest crop a few per cent short of the frame: a subject that
-            # much too big for it is held by the frame-spanning crop of the aspect within its slack, scaled to
-            # the output, before anything is letterboxed (the exact crop stays first: it is copied, not scaled)
+        if plan is None and zoom == 1 and spanning is not None:
+            # the exact aspect's grid leaves its largest crop a few per cent short of the frame: where it will
+            # not do (a subject that much too big for it, a caption that much too wide to hold whole), the
+            # frame-spanning crop of the aspect within its slack may, scaled down to the output, before smaller
+            # crops scaled up and letterboxes (the exact crop stays first: it is copied, not scaled)
             plan = attempt(spanning[0] / size.crop_w, crop_line(*spanning, width, height), 0.0)
         if plan is not None:
             return plan

@@ -384,6 +384,25 @@ def test_a_product_a_few_per_cent_too_big_for_the_exact_crop_is_held_by_the_one_
     assert plan_framing(2.0, 7.0, 960, 540, [(9, 16)], wide, [])["9:16"].padded_reason == PAD_SUBJECT_TOO_BIG
 
 
+def test_a_caption_a_few_pixels_too_wide_for_the_exact_crop_is_held_whole_by_the_one_spanning_the_frame() -> (
+    None
+):
+    """A caption above the product, 270 px wide with its clearance about 297: 288 px of exact 9:16 cannot hold it
+    whole, and the smaller crop passing below it would be scaled up. The 302 px crop spanning the frame holds
+    caption and product, scaled down to the output."""
+    caption = (345.0, 20.0, 615.0, 60.0)
+    product = (360.0, 150.0, 600.0, 450.0)
+    text = [(float(t), [caption]) for t in np.arange(1.0, 8.0, 0.5)]
+    subject = [(t, product) for t in np.arange(1.0, 8.0, 0.5)]
+    plan = plan_framing(2.0, 7.0, 960, 540, [(9, 16)], subject, text)["9:16"]
+    assert not plan.padded and plan.zoom > 1, (plan.padded_reason, plan.zoom)
+    for t in frame_times(2.0, 7.0):
+        rect = plan.crop_path()(t)
+        assert (rect.w, rect.h) == (302, 536), (t, rect)
+        assert not cuts_box(rect, caption, margin=10, frame=(960, 540)) and holds(rect, caption), (t, rect)
+        assert holds(rect, product), (t, rect)
+
+
 def test_a_crop_holding_less_than_the_held_share_of_a_product_slightly_wider_than_it_is_not_taken() -> None:
     """A product 4 % wider than 9:16's crop may be cropped holding 95 % of it, but a caption just right of it
     leaves room only for crops holding 90 %: those are misses, and the clip is letterboxed for the text."""

@@ -222,7 +222,7 @@ def _aspect(label: str) -> tuple[int, int]:
 def largest_crop(label: str, width: int, height: int) -> tuple[int, int]:
     """The largest crop of the aspect inside the source, as reelgen can take it: even sides, the exact aspect's
     or, where larger, the frame-spanning one within the aspect's slack (workers.geometry.spanning_size), which
-    the planner takes for a product too big for the exact one."""
+    the planner tries wherever the exact one will not do."""
     size = aspect_size(_aspect(label), width, height)
     return spanning_size(size, width, height) or (size.crop_w, size.crop_h)
 

@@ -545,16 +545,15 @@ def _plan_aspect(
         failed.add(PAD_TEXT_AND_SUBJECT)
         return None
 
+    # the exact aspect's grid leaves its largest crop a few per cent short of the frame: where it will not do (a
+    # subject that much too big for it, a caption that much too wide to hold whole), the frame-spanning crop of
+    # the aspect within its slack may, scaled down to the output, before smaller crops scaled up (the exact crop
+    # stays first: it is copied, not scaled); the later fallbacks keep to the exact crop and the smaller ones
     spanning = spanning_size(size, width, height)
-    for zoom, line in lines:
+    first = [(spanning[0] / size.crop_w, crop_line(*spanning, width, height))] if spanning else []
+    for zoom, line in [lines[0], *first, *lines[1:]]:
         # a smaller crop leaves less room for error in the subject's box: it must hold the box grown by a margin
-        plan = attempt(zoom, line, 0.0 if zoom == 1 else params.zoom_margin)
-        if plan is None and zoom == 1 and spanning is not None:
-            # the exact aspect's grid leaves its largest crop a few per cent short of the frame: where it will
-            # not do (a subject that much too big for it, a caption that much too wide to hold whole), the
-            # frame-spanning crop of the aspect within its slack may, scaled down to the output, before smaller
-            # crops scaled up and letterboxes (the exact crop stays first: it is copied, not scaled)
-            plan = attempt(spanning[0] / size.crop_w, crop_line(*spanning, width, height), 0.0)
+        plan = attempt(zoom, line, 0.0 if zoom >= 1 else params.zoom_margin)
         if plan is not None:
             return plan
     if PAD_SUBJECT_TOO_BIG not in failed:

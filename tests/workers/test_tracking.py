@@ -164,9 +164,9 @@ def test_a_product_sliding_into_view_between_two_samples_is_followed_as_it_enter
 
 def test_edge_times_lie_between_a_sample_with_a_box_and_a_neighbour_without_one() -> None:
     """At the planner's key step, only where one of two neighbouring samples has a box (to a tenth)."""
-    times = edge_times([0.5, 1.02], [0.0, 0.5, 1.0, 1.5, 2.0])
+    times = edge_times([0.5, 1.02], [0.0, 0.5, 1.0, 1.5, 2.0], 0.1)
     assert np.allclose(times, [0.1, 0.2, 0.3, 0.4, 1.1, 1.2, 1.3, 1.4]), times
-    assert edge_times([0.0, 0.5], [0.0, 0.5]) == [] and edge_times([], [0.0, 0.5]) == []
+    assert edge_times([0.0, 0.5], [0.0, 0.5], 0.1) == [] and edge_times([], [0.0, 0.5], 0.1) == []
 
 
 def test_the_dense_frames_have_enough_pixels_to_track_in_and_no_more_for_a_portrait_source() -> None:

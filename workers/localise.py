@@ -39,7 +39,12 @@ no blob of a plain product's colours as the photo shows them looks like it, its 
 greener and redder light are tried (LIGHTS; bench/locate.py's development half: product frames found
 936 → 948, held 784 → 789, items never found 18 → 16; the tuning half has no plain colourful product), and
 where those find nothing, each of a few stronger lights on its own (STRONG_LIGHTS: found 975 → 1007, never
-found 14 → 11, background finds 2 → 2). Taking LIGHTS from the start let blobs run into the background and
+found 14 → 11, background finds 2 → 2). Turned and tilted far back, half covered by a hand, a product's pixels
+no longer look like its photo's even where its colours are found; for a product whose colours are not skin's (a
+teal toy, not an apple: a hand or a face brings a second blob of an apple's hues), the frame's one blob of its
+colours is the product where it holds nearly all of them (DISTINCT_SHARE; bench/locate.py's development half:
+product frames found 1013 → 1112, held 871 → 910, items never found 11 → 5, background finds 1 → 1; its
+tuning half unchanged). Taking LIGHTS from the start let blobs run into the background and
 found fewer (936 → 875); for a textured product, whose colours only stand in for features lost for a moment,
 the other lights' blobs displaced the boxes followed from the samples its features found (the tuning half's
 re-lit coffee cup). A plain grey or dark product has only its
@@ -393,6 +398,7 @@ class ProductLocator:
         #: surroundings' too); the features keep the whole photo, which a cut gone wrong cannot take from them
         self._own: np.ndarray | None = self._mask if self._studio else cut_out(image)
         self._look = None if self._own is None else _look_of(image, self._own)
+        self._unlike_skin = self._own is not None and _skin_share(image, self._own) <= SKIN_SHARE
         self._whole: Box | None = None
         if self._own is not None:
             ys, xs = _own_bounds(self._own)
@@ -705,11 +711,18 @@ class ProductLocator:
         only a blob that looks like the product's own pixels (grown while that makes it look more like them),
         and for a plain product, where none does, one of its colours under other lights that does."""
         hsv = cv2.cvtColor(frame, cv2.COLOR_RGB2HSV)
+        matches = []
         for hist in self._hists if looked else self._hists[:1]:
-            found = self._blob(frame, hsv, hist, near, looked)
-            if found is not None:
+            matches.append(_matches(hsv, hist))
+            if (found := self._blob(frame, matches[-1], near, looked)) is not None:
                 return found
-        return self._under_strong_light(frame) if looked and self._strong else None
+        found = self._under_strong_light(frame) if looked and self._strong else None
+        if found is None and looked and self._unlike_skin:
+            # the widest colours first: a blob of them under other lights holds more of the product
+            for matched in reversed(matches):
+                if (found := self._blob(frame, matched, near, looked, alone=True)) is not None:
+                    break
+        return found
 
     def _under_strong_light(self, frame: np.ndarray) -> Located | None:
         """A blob of the product's colours under one of STRONG_LIGHTS that looks much like it (STRONG_NCC),
@@ -717,7 +730,7 @@ class ProductLocator:
         small = cv2.resize(frame, None, fx=STRONG_SCALE, fy=STRONG_SCALE, interpolation=cv2.INTER_AREA)
         hsv = cv2.cvtColor(small, cv2.COLOR_RGB2HSV)
         for hist in self._strong:
-            found = self._blob(small, hsv, hist, None, True, STRONG_NCC)
+            found = self._blob(small, _matches(hsv, hist), None, True, STRONG_NCC)
             if found is not None and found.box is not None:
                 box = scale_box(found.box, 1 / STRONG_SCALE, 1 / STRONG_SCALE)
                 return Located(box, found.confidence, found.method)
@@ -726,18 +739,16 @@ class ProductLocator:
     def _blob(
         self,
         frame: np.ndarray,
-        hsv: np.ndarray,
-        hist: np.ndarray,
+        matches: _Matches,
         near: Box | None,
         looked: bool,
         least: float = 0.0,
+        alone: bool = False,
     ) -> Located | None:
-        """_by_colour, for one histogram of the product's colours; a looked blob must look at least `least` like
-        the product too."""
-        projected = cv2.calcBackProject([hsv], [0, 1], hist, [0, 180, 0, 256], 1)
-        projected = cv2.GaussianBlur(projected, (0, 0), 2.0)
-        _, blob = cv2.threshold(projected, 96, 255, cv2.THRESH_BINARY)
-        _, labels, stats, _ = cv2.connectedComponentsWithStats(blob)
+        """_by_colour, for the frame's pixels of one histogram of the product's colours; a looked blob must look at
+        least `least` like the product too; alone, only the largest blob, where it holds nearly all of those
+        pixels (DISTINCT_SHARE), and it need look only a little like the product (DISTINCT_NCC)."""
+        projected, labels, stats = matches.projected, matches.labels, matches.stats
         # component 0 is the background
         boxes = {
             k: (float(x), float(y), float(x + w), float(y + h))
@@ -751,7 +762,9 @@ class ProductLocator:
         # unlooked, the largest blob is the product's; looked, the largest that looks like it: a face or a wall
         # of the product's hues is often larger than the product beside it, and a smaller blob needs to look
         # more like it (LOOK_NCC_SMALLER)
-        for rank, best in enumerate(blobs[: LOOKED_BLOBS if looked and self._look is not None else 1]):
+        for rank, best in enumerate(
+            blobs[: LOOKED_BLOBS if looked and self._look is not None and not alone else 1]
+        ):
             _, _, w, h, area = (int(v) for v in stats[best])
             if area < frame_area * 0.003 or area < 0.3 * w * h:
                 continue
@@ -760,10 +773,13 @@ class ProductLocator:
             # close-up apple and whale unfound in every frame, found 952 → 975, background finds 2 → 2)
             if w * h > frame_area * BACKGROUND_SHARE and not (looked and self._look is not None):
                 continue
+            if alone and area < DISTINCT_SHARE * matches.pixels:
+                continue
             box = boxes[best]
             if looked and self._look is not None:
                 box, likeness = _grown_to_look(self._look, frame, projected, box)
-                if likeness < max(least, LOOK_NCC if rank == 0 else LOOK_NCC_SMALLER):
+                needed = DISTINCT_NCC if alone else LOOK_NCC if rank == 0 else LOOK_NCC_SMALLER
+                if likeness < max(least, needed):
                     continue
                 # a blob that looks like the product may have a hand of its hues joined to it: where the part
                 # round its core looks more like the product, that part is the product
@@ -805,6 +821,20 @@ BACKGROUND_SHARE = 0.6
 #: 0.46-0.59, and just under 0.7 in one frame)
 LOOKED_BLOBS = 3
 LOOK_NCC_SMALLER = 0.7
+#: a product whose colours are not skin's is the frame's one blob of its colours where no blob of them looks like
+#: it: the largest holding this share of the frame's pixels of them, and correlating with the product's own
+#: pixels at least DISTINCT_NCC (not against them). Turned, tilted far back and half covered, a teal toy's look
+#: was 0.1-0.4 where its blob was the whole toy (bench/locate.py's development half); a hand or a face is what
+#: brings a second blob of a product's hues into most frames, and for a product of skin's colours (an apple, an
+#: orange) its blob alone found faces in 91 frames without the product
+DISTINCT_SHARE = 0.9
+DISTINCT_NCC = 0.1
+#: skin's range of chroma (Cr, Cb of YCrCb, 0-255), the classic rule of thumb for skin of every tone (Chai and
+#: Ngan, 1999); a product is unlike skin where at most SKIN_SHARE of its own pixels lie in it (an apple 0.6, an
+#: orange 0.39, a teal toy 0.0, a black car 0.03)
+SKIN_CR = (133, 173)
+SKIN_CB = (77, 127)
+SKIN_SHARE = 0.1
 
 
 #: a blob's core: its pixels whose colours match the product's histogram this strongly (of 255); a hand or a
@@ -837,6 +867,34 @@ def _around_core(projected: np.ndarray, labels: np.ndarray, label: int, box: Box
     kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * reach + 1, 2 * reach + 1))
     ys, xs = _own_bounds(own & (cv2.dilate(core.astype(np.uint8), kernel) > 0))
     return (float(x0 + xs.start), float(y0 + ys.start), float(x0 + xs.stop), float(y0 + ys.stop))
+
+
+@dataclass(frozen=True)
+class _Matches:
+    """A frame's pixels of the product's colours (one histogram of them): the back-projection, smoothed, its
+    blobs (those at 96 or more: labels and stats as cv2.connectedComponentsWithStats gives them) and their
+    number of pixels."""
+
+    projected: np.ndarray
+    labels: np.ndarray
+    stats: np.ndarray
+    pixels: int
+
+
+def _matches(hsv: np.ndarray, hist: np.ndarray) -> _Matches:
+    projected = cv2.calcBackProject([hsv], [0, 1], hist, [0, 180, 0, 256], 1)
+    projected = cv2.GaussianBlur(projected, (0, 0), 2.0)
+    _, blob = cv2.threshold(projected, 96, 255, cv2.THRESH_BINARY)
+    _, labels, stats, _ = cv2.connectedComponentsWithStats(blob)
+    return _Matches(projected, labels, stats, int(np.count_nonzero(blob)))
+
+
+def _skin_share(image: np.ndarray, own: np.ndarray) -> float:
+    """The share of a product's own pixels (an RGB image's, where own is 255) in skin's range of chroma."""
+    ycrcb = cv2.cvtColor(image, cv2.COLOR_RGB2YCrCb)[own > 0]
+    cr, cb = ycrcb[:, 1], ycrcb[:, 2]
+    skin = (cr >= SKIN_CR[0]) & (cr <= SKIN_CR[1]) & (cb >= SKIN_CB[0]) & (cb <= SKIN_CB[1])
+    return float(skin.mean()) if len(skin) else 1.0
 
 
 def _own_bounds(own: np.ndarray) -> tuple[slice, slice]:

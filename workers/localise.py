@@ -709,7 +709,8 @@ class ProductLocator:
     def _by_colour(self, frame: np.ndarray, near: Box | None = None, looked: bool = False) -> Located | None:
         """The largest blob of the product's colours in the frame, or the largest overlapping near; looked,
         only a blob that looks like the product's own pixels (grown while that makes it look more like them),
-        and for a plain product, where none does, one of its colours under other lights that does."""
+        and for a plain product, where none does, one of its colours under other lights that does; where nothing
+        looks like it, for a product whose colours are not skin's, the frame's one blob of them (_blob's alone)."""
         hsv = cv2.cvtColor(frame, cv2.COLOR_RGB2HSV)
         matches = []
         for hist in self._hists if looked else self._hists[:1]:

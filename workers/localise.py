@@ -763,9 +763,8 @@ class ProductLocator:
         # unlooked, the largest blob is the product's; looked, the largest that looks like it: a face or a wall
         # of the product's hues is often larger than the product beside it, and a smaller blob needs to look
         # more like it (LOOK_NCC_SMALLER)
-        for rank, best in enumerate(
-            blobs[: LOOKED_BLOBS if looked and self._look is not None and not alone else 1]
-        ):
+        ranks = LOOKED_BLOBS if looked and self._look is not None and not alone else 1
+        for rank, best in enumerate(blobs[:ranks]):
             _, _, w, h, area = (int(v) for v in stats[best])
             if area < frame_area * 0.003 or area < 0.3 * w * h:
                 continue
@@ -779,7 +778,7 @@ class ProductLocator:
             box = boxes[best]
             if looked and self._look is not None:
                 box, likeness = _grown_to_look(self._look, frame, projected, box)
-                needed = DISTINCT_NCC if alone else LOOK_NCC if rank == 0 else LOOK_NCC_SMALLER
+                needed = DISTINCT_NCC if alone else (LOOK_NCC if rank == 0 else LOOK_NCC_SMALLER)
                 if likeness < max(least, needed):
                     continue
                 # a blob that looks like the product may have a hand of its hues joined to it: where the part

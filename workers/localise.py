@@ -398,6 +398,10 @@ class ProductLocator:
         #: surroundings' too); the features keep the whole photo, which a cut gone wrong cannot take from them
         self._own: np.ndarray | None = self._mask if self._studio else cut_out(image)
         self._look = None if self._own is None else _look_of(image, self._own)
+        #: the main image's pixels that may agree with a frame where the product is seen again: its own pixels
+        #: and a rim round them (OWN_RIM) where they are known, as a photo's surroundings (a road, a dark hill)
+        #: agree with any plain or dark stretch of the frame round the product and stretched its box; else all
+        self._agreeable = self._mask if self._own is None else _grown_by(self._own, OWN_RIM)
         self._unlike_skin = self._own is not None and _skin_share(image, self._own) <= SKIN_SHARE
         self._whole: Box | None = None
         if self._own is not None:
@@ -618,7 +622,8 @@ class ProductLocator:
     ) -> tuple[Box, Box | None]:
         """The box of the frame's pixels that the main image, warped onto the frame, shows again (up to a gain
         per colour channel: the video is re-lit and white-balanced), in the regions joined to the agreeing
-        keypoints; never less than the keypoints' own extent. Worked out inside box (the outline's bounds) at
+        keypoints, counting only the product's own pixels and their rim where known (_agreeable); never less
+        than the keypoints' own extent. Worked out inside box (the outline's bounds) at
         most AGREE_SIDE pixels a side: the comparison is of blurred colours, which need no more. With it, the
         same pixels' extent in the main image (None if the homography cannot be inverted)."""
         x0, y0 = int(box[0]), int(box[1])
@@ -629,7 +634,7 @@ class ProductLocator:
             np.array([[scale, 0.0, -x0 * scale], [0.0, scale, -y0 * scale], [0.0, 0.0, 1.0]]) @ homography
         )
         warped = cv2.warpPerspective(self._image, to_roi, size, flags=cv2.INTER_LINEAR)
-        valid = cv2.warpPerspective(self._mask, to_roi, size, flags=cv2.INTER_NEAREST)
+        valid = cv2.warpPerspective(self._agreeable, to_roi, size, flags=cv2.INTER_NEAREST)
         roi = cv2.resize(frame[y0:y1, x0:x1], size, interpolation=cv2.INTER_AREA)
         sigma = max(0.5, AGREE_BLUR * scale)
         seen = cv2.GaussianBlur(roi, (0, 0), sigma).astype(np.float32)
@@ -836,6 +841,10 @@ SKIN_CR = (133, 173)
 SKIN_CB = (77, 127)
 SKIN_SHARE = 0.1
 
+#: the rim round a product's own pixels that may still agree with a frame, as a share of their size (the square
+#: root of their area): a cut's edge lies a few pixels off the product's, and a frame's edges are blurred
+OWN_RIM = 0.1
+
 
 #: a blob's core: its pixels whose colours match the product's histogram this strongly (of 255); a hand or a
 #: face of the product's hues joins its blob at the weaker levels, not at this one
@@ -846,6 +855,14 @@ CORE_SHARE = 0.1
 CORE_REACH = 0.3
 #: core parts under this share of the core are specks
 CORE_SPECK = 0.05
+
+
+def _grown_by(mask: np.ndarray, share: float) -> np.ndarray:
+    """A mask (uint8, set where non-zero) grown on every side by share of its size (the square root of its
+    area)."""
+    reach = max(1, round(share * math.sqrt(float(np.count_nonzero(mask)))))
+    kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * reach + 1, 2 * reach + 1))
+    return np.asarray(cv2.dilate(mask, kernel), np.uint8)
 
 
 def _around_core(projected: np.ndarray, labels: np.ndarray, label: int, box: Box) -> Box:
@@ -862,10 +879,7 @@ def _around_core(projected: np.ndarray, labels: np.ndarray, label: int, box: Box
     if not kept:
         return box
     core = np.isin(part_labels, kept)
-    count = int(core.sum())
-    reach = max(1, round(CORE_REACH * math.sqrt(count)))
-    kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * reach + 1, 2 * reach + 1))
-    ys, xs = _own_bounds(own & (cv2.dilate(core.astype(np.uint8), kernel) > 0))
+    ys, xs = _own_bounds(own & (_grown_by(core.astype(np.uint8), CORE_REACH) > 0))
     return (float(x0 + xs.start), float(y0 + ys.start), float(x0 + xs.stop), float(y0 + ys.stop))
 
 

@@ -55,6 +55,7 @@ from workers.scoring import (
     shot_signature,
 )
 from workers.segments import Segment, plan_segments
+from workers.size_spikes import without_spikes
 from workers.subject import find_subjects
 from workers.text_detection import StreamedDetection, refine_text_times, text_sample_times
 from workers.text_reading import read_regions
@@ -314,7 +315,9 @@ def sample_segment(
 
 
 def choose(info: VideoInfo, samples: list[SampleScore], config: OutputConfig) -> Analysis:
-    """Merge every segment's samples and choose the window; frame_window then plans every aspect's crop path."""
+    """Merge every segment's samples and choose the window, with the product's boxes round it (whole where part
+    of it was hidden, without one-sample size spikes: workers.size_spikes); frame_window then plans every
+    aspect's crop path."""
     samples = sorted(samples, key=lambda s: s.t)
     times = [s.t - info.start_s for s in samples]
     cuts = detect_cuts(times, [np.asarray(s.signature, dtype=np.float32) for s in samples])
@@ -329,7 +332,7 @@ def choose(info: VideoInfo, samples: list[SampleScore], config: OutputConfig) ->
     window = Window(
         window.start_s + info.start_s, window.end_s + info.start_s, round(window.score, 4), window.truncated
     )
-    boxes = whole_boxes(samples, (info.width, info.height))
+    boxes = without_spikes(times, whole_boxes(samples, (info.width, info.height)), cuts)
     subject = [(s.t, *b) for s, b in _around(samples, boxes, window, cuts, info.start_s) if b is not None]
     return Analysis(
         window=window,

@@ -44,7 +44,8 @@ no longer look like its photo's even where its colours are found; for a product 
 teal toy, not an apple: a hand or a face brings a second blob of an apple's hues), the frame's one blob of its
 colours is the product where it holds nearly all of them (DISTINCT_SHARE; bench/locate.py's development half:
 product frames found 1013 → 1112, held 871 → 910, items never found 11 → 5, background finds 1 → 1; its
-tuning half unchanged). Taking LIGHTS from the start let blobs run into the background and
+tuning half unchanged), and where it is not, so under a few strong green casts (CAST_LIGHTS: lit apart from its
+scene, the teal toy turned green; found 1112 → 1129, held 910 → 921, never found 5 → 3). Taking LIGHTS from the start let blobs run into the background and
 found fewer (936 → 875); for a textured product, whose colours only stand in for features lost for a moment,
 the other lights' blobs displaced the boxes followed from the samples its features found (the tuning half's
 re-lit coffee cup). A plain grey or dark product has only its

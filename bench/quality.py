@@ -164,8 +164,11 @@ def checkout(rev: str) -> tuple[Path, str]:
     return folder, commit[:12]
 
 
-def run_product(half: Half, catalog: Path, items: int, product: Path | None, version: str) -> RunResult:
-    run_dir = DATA / "runs" / half
+def run_product(
+    half: Half, catalog: Path, items: int, product: Path | None, version: str, run_dir: Path | None = None
+) -> RunResult:
+    """reelgen run on the catalog, into run_dir (default: the half's own under DATA/runs)."""
+    run_dir = run_dir or DATA / "runs" / half
     out, state = run_dir / "out", run_dir / "state"
     # a fresh output and ledger: reelgen skips items whose manifest exists, and a rerun must redo them all
     shutil.rmtree(run_dir, ignore_errors=True)

@@ -36,6 +36,7 @@ if str(ROOT) not in sys.path:
 from bench.quality import (  # noqa: E402
     DATA,
     ItemScore,
+    RunResult,
     _product_version,
     ensure_set,
     figures,
@@ -47,11 +48,13 @@ from monitoring.machine import machine_lines  # noqa: E402
 
 #: the quality set's halves are made this large (bench/quality.py's runs of record)
 SET_ITEMS = 128
+#: the ledger's stages whose CPU seconds per item are shown, with the daemon's busy seconds
+STAGES = ("prepare", "sample_segment", "select", "render")
 #: figures compared side by side
 SHOWN = (
     "windows_hit_rate", "product_inside_mean", "product_inside_below_95", "letterboxed_share",
     "letterbox_reasons", "text_cut_read_crop_edges", "caption_cut_clips", "analysis_s_per_item",
-    "render_cpu_s_per_item", "run_wall_s", "failed_items",
+    *(f"{stage}_cpu_s_per_item" for stage in STAGES), "daemon_busy_s_per_item", "run_wall_s", "failed_items",
 )  # fmt: skip
 
 
@@ -88,6 +91,14 @@ def _upscale_video(source: Path, target: Path, width: int, height: int) -> None:
         writer.mux(out_video.encode(None))
         if out_audio is not None:
             writer.mux(out_audio.encode(None))
+
+
+def stage_figures(run: RunResult) -> dict[str, float | None]:
+    """CPU seconds per item of each of the ledger's STAGES, and the daemon's busy seconds per item (timed by the
+    wall clock, so they grow with whatever shares its CPUs)."""
+    seconds = {f"{stage}_cpu_s_per_item": run.stages.get(stage, {}).get("cpu") for stage in STAGES}
+    seconds["daemon_busy_s_per_item"] = run.daemon_busy_s
+    return {key: None if s is None else round(s / run.items, 3) for key, s in seconds.items()}
 
 
 def _link(source: Path, target: Path) -> None:
@@ -169,7 +180,7 @@ def main() -> int:
     for catalog in (as_is, scaled):
         run = run_product(half, catalog, args.items, None, version, run_dir=catalog.parent / "run")
         scores = score_half(catalog, run)
-        results.append((figures(scores, run), scores))
+        results.append(({**figures(scores, run), **stage_figures(run)}, scores))
     for line in machine_lines():
         print(line)
     print(

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import av
 import cv2
 import pytest
 
-from bench.resolution import _scaled, _upscale_video
+from bench.quality import RunResult
+from bench.resolution import _scaled, _upscale_video, stage_figures
 from tests.support.media import make_code_video, read_code
 
 
@@ -36,3 +38,19 @@ def test_truth_coordinates_scale_through_nested_lists_and_absent_boxes_stay_abse
     assert _scaled([10, 20, 30, 40], 1.5) == [15, 30, 45, 60]
     assert _scaled([[1.0, 2.0], [3.0, 4.0]], 2) == [[2.0, 4.0], [6.0, 8.0]]
     assert _scaled([], 3) == []
+
+
+def test_stage_figures_are_per_item_and_absent_where_the_ledger_has_no_such_stage(tmp_path: Path) -> None:
+    stages = {
+        "sample_segment": {"cpu": 6.0, "wall": 9.0, "runs": 8},
+        "render": {"cpu": 10.0, "wall": 11.0, "runs": 4},
+    }
+    run = RunResult(0, 30.0, tmp_path, 4, stages, 2.0, "")
+    assert stage_figures(run) == {
+        "prepare_cpu_s_per_item": None,
+        "sample_segment_cpu_s_per_item": 1.5,
+        "select_cpu_s_per_item": None,
+        "render_cpu_s_per_item": 2.5,
+        "daemon_busy_s_per_item": 0.5,
+    }
+    assert stage_figures(replace(run, daemon_busy_s=None))["daemon_busy_s_per_item"] is None

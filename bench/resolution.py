@@ -4,11 +4,10 @@ Marketplace videos are mostly 1080p (1920×1080 and 1080×1920); the real-footag
 (bench/quality_set.py) is 540p-720p, as its real clips are. This takes the first --items items of a half whose
 long side is under --side, scales their videos up so that it is --side (bicubic, re-encoded as H.264 at CRF 20,
 audio kept) and their ground truth alike, runs reelgen on the items at their own size (encoded the same way) and
-on the scaled copy, and
-prints bench/quality.py's figures for both side by side, with the ratio of the scaled run's to the original's,
-then the items whose window, crops or letterboxing changed. A pixel constant that should have been a share of the
-frame shows as a difference; upscaled footage is softer than a 1080p camera's, so this checks the product's
-handling of size, not its quality on sharper footage.
+on the scaled copy, and prints bench/quality.py's figures and each stage's CPU seconds per item for both side by
+side, with the ratio of the scaled run's to the original's, then the items whose window, crops or letterboxing
+changed. A pixel constant that should have been a share of the frame shows as a difference; upscaled footage is
+softer than a 1080p camera's, so this checks the product's handling of size, not its quality on sharper footage.
 
 Usage: .venv/bin/python bench/resolution.py [--half dev|tuning] [--items 32] [--side 1920]
 The held-out half is not offered: its items are not to be looked at one by one.

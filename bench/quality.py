@@ -793,7 +793,7 @@ def write_report(scores: list[ItemScore], catalog: Path, run: RunResult, half: H
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def _product_version() -> str:
+def product_version() -> str:
     try:
         described = subprocess.run(
             ["git", "-C", str(ROOT), "describe", "--always", "--dirty"],
@@ -839,7 +839,7 @@ def main() -> int:
         )
         return 2
     started = time.perf_counter()
-    product, version = checkout(args.rev) if args.rev else (None, f"working tree at {_product_version()}")
+    product, version = checkout(args.rev) if args.rev else (None, f"working tree at {product_version()}")
     if args.rescore:
         args.reuse = True
         version = "; ".join(

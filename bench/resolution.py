@@ -36,9 +36,9 @@ from bench.quality import (  # noqa: E402
     DATA,
     ItemScore,
     RunResult,
-    _product_version,
     ensure_set,
     figures,
+    product_version,
     run_product,
     score_half,
 )
@@ -47,6 +47,8 @@ from monitoring.machine import machine_lines  # noqa: E402
 
 #: the quality set's halves are made this large (bench/quality.py's runs of record)
 SET_ITEMS = 128
+#: a truth frame's fields in source pixels (bench/quality_set.py's truth.json)
+SCALED_TRUTH = ("box", "quad", "captions")
 #: the ledger's stages whose CPU seconds per item are shown, with the daemon's busy seconds
 STAGES = ("prepare", "sample_segment", "select", "render")
 #: figures compared side by side
@@ -66,7 +68,7 @@ def _scaled(value: Any, k: float) -> Any:
     return value * k
 
 
-def _upscale_video(source: Path, target: Path, width: int, height: int) -> None:
+def reencode(source: Path, target: Path, width: int, height: int) -> None:
     """The video at width×height (bicubic; its own size: re-encoded only), as H.264 at CRF 20, audio kept."""
     with av.open(str(source)) as reader, av.open(str(target), "w") as writer:
         video = reader.streams.video[0]
@@ -115,12 +117,8 @@ def make_pair(half: Half, count: int, side: int) -> tuple[Path, Path]:
     catalog = ensure_set(half, SET_ITEMS, reuse=True)
     truth = load_truth(catalog)
     entries = [json.loads(line) for line in catalog.read_text().splitlines()]
-    chosen = [
-        e
-        for e in entries
-        if max(truth["items"][e["item_id"]]["width"], truth["items"][e["item_id"]]["height"]) < side
-    ]
-    chosen = chosen[:count]
+    sizes = {iid: (item["width"], item["height"]) for iid, item in truth["items"].items()}
+    chosen = [e for e in entries if max(sizes[e["item_id"]]) < side][:count]
     folders = (DATA / "resolution" / f"{half}-{count}-as-is", DATA / "resolution" / f"{half}-{count}-{side}")
     if all((folder / "truth.json").is_file() for folder in folders):
         return folders[0] / "catalog.jsonl", folders[1] / "catalog.jsonl"
@@ -136,16 +134,8 @@ def make_pair(half: Half, count: int, side: int) -> tuple[Path, Path]:
             # frames that a decoder may skip, and so the sample times, follow the encoder's choices
             k = side / max(item["width"], item["height"]) if scaled else 1.0
             width, height = round(item["width"] * k / 2) * 2, round(item["height"] * k / 2) * 2
-            _upscale_video(catalog.parent / entry["video"], folder / entry["video"], width, height)
-            frames = [
-                dict(
-                    f,
-                    box=_scaled(f["box"], k),
-                    quad=_scaled(f["quad"], k),
-                    captions=_scaled(f["captions"], k),
-                )
-                for f in item["frames"]
-            ]
+            reencode(catalog.parent / entry["video"], folder / entry["video"], width, height)
+            frames = [dict(f, **{key: _scaled(f[key], k) for key in SCALED_TRUTH}) for f in item["frames"]]
             items[entry["item_id"]] = dict(item, width=width, height=height, frames=frames)
         (folder / "catalog.jsonl").write_text("".join(json.dumps(e) + "\n" for e in chosen))
         # written last: its presence says the folder is complete
@@ -174,7 +164,7 @@ def main() -> int:
     started = time.perf_counter()
     half: Half = args.half
     as_is, scaled = make_pair(half, args.items, args.side)
-    version = f"working tree at {_product_version()}"
+    version = f"working tree at {product_version()}"
     results: list[tuple[dict[str, Any], list[ItemScore]]] = []
     for catalog in (as_is, scaled):
         run = run_product(half, catalog, args.items, None, version, run_dir=catalog.parent / "run")

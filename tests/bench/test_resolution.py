@@ -10,14 +10,14 @@ import cv2
 import pytest
 
 from bench.quality import RunResult
-from bench.resolution import _scaled, _upscale_video, stage_figures
+from bench.resolution import _scaled, reencode, stage_figures
 from tests.support.media import make_code_video, read_code
 
 
 def test_an_upscaled_video_keeps_every_frame_in_order_at_its_time_and_its_audio(tmp_path: Path) -> None:
     source, target = tmp_path / "small.mp4", tmp_path / "large.mp4"
     times = make_code_video(source, seconds=1.0, size=(320, 192))
-    _upscale_video(source, target, 640, 384)
+    reencode(source, target, 640, 384)
     with av.open(str(target)) as container:
         frames = [(f.time, f.to_ndarray(format="rgb24")) for f in container.decode(video=0)]
     with av.open(str(target)) as container:

@@ -62,4 +62,5 @@ except PackageNotFoundError:  # running from a source tree that was never instal
 #     so taken where it looks much like the product (a teal toy in green light).
 # 35: samples that lost the product take its box tracked there through the window's frames (median flow) from
 #     the nearest sample that located it.
-PIPELINE_VERSION = "35"
+# 36: a letterboxed picture is shown small enough that its text keeps inside the clip's title-safe area.
+PIPELINE_VERSION = "36"

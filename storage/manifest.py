@@ -64,6 +64,9 @@ class ClipRecord:
     height: int
     padded: bool
     padded_reason: str | None
+    #: a letterboxed clip's picture as a share of the size that fits the clip: below 1 where it is shown smaller
+    #: to keep its text inside the title-safe area; 1 when cropped
+    picture_share: float
     #: cropped past detected regions that do not read as text (unread_text_boxes) instead of letterboxed
     past_unread_text: bool
     fps: str

@@ -46,6 +46,7 @@ from workers.geometry import (
     zoomed_size,
 )
 from workers.text_regions import Interval, TextTrack, safe_positions, text_clearance, text_union
+from workers.title_safe import title_safe_share
 
 # Why a clip is letterboxed: cropping is the rule, these are the only exceptions.
 PAD_SUBJECT_TOO_BIG = "the subject is larger than the crop"
@@ -79,6 +80,9 @@ class FramingPlan:
     #: times inside a shot where the crop jumps to a new place or size, as at a cut: text kept a crop moving at
     #: the motion bounds off the subject
     jumps: tuple[float, ...] = ()
+    #: when padded, the share of its fitted size at which the region is shown: small enough that its text keeps
+    #: inside the clip's title-safe area (workers.title_safe); 1 when cropped
+    picture_share: float = 1.0
 
     @property
     def label(self) -> str:
@@ -581,7 +585,10 @@ def _plan_aspect(
             line, segments_on(line, every_text, params.zoom_margin), params, params.subject_miss
         )
         if padded is not None:
-            return padded.framing(size, regions, reason=reason)
+            plan = padded.framing(size, regions, reason=reason)
+            # one share for the whole clip: a picture that changed size would pulse
+            share = min(title_safe_share(r, size.out_w, size.out_h, regions) for _, r in plan.keys)
+            return replace(plan, picture_share=share)
     # the last candidate is the whole frame, where every region is inside (clipped to the frame)
     raise AssertionError("a region spanning the frame is text-safe by construction")
 

@@ -92,6 +92,9 @@ class Analysis:
     padded: dict[str, bool] = field(default_factory=dict)
     #: per letterboxed aspect label: why (one of workers.framing.PAD_REASONS)
     padded_reason: dict[str, str] = field(default_factory=dict)
+    #: per letterboxed aspect label shown smaller than it fits, to keep its text title-safe: the share of the
+    #: fitted size (workers.title_safe)
+    picture_share: dict[str, float] = field(default_factory=dict)
     #: text regions (source pixels) on screen during the window, merged
     text_boxes: list[tuple[float, float, float, float]] = field(default_factory=list)
     #: the picture inside the source's black bars (workers.picture_area), None when there are none
@@ -480,6 +483,7 @@ def frame_window(
         crop_keys={label: plan.key_tuples() for label, plan in plans.items()},
         padded={label: plan.padded for label, plan in plans.items()},
         padded_reason={label: plan.padded_reason for label, plan in plans.items() if plan.padded_reason},
+        picture_share={label: plan.picture_share for label, plan in plans.items() if plan.picture_share < 1},
         text_boxes=text_boxes,  # type: ignore[arg-type]
         picture=picture,
         unread_text_boxes=[tuple(round(v, 1) for v in b) for b in unread],  # type: ignore[misc]
@@ -589,6 +593,7 @@ def render_and_publish(
                     crop_at=analysis.crop_path(size.label),
                     path=scratch / f"{size.file_stem}.mp4",
                     padded=analysis.padded.get(size.label, False),
+                    picture_share=analysis.picture_share.get(size.label, 1.0),
                 )
             )
         window = analysis.window
@@ -609,6 +614,7 @@ def render_and_publish(
                     height=spec.height,
                     padded=spec.padded,
                     padded_reason=analysis.padded_reason.get(spec.aspect),
+                    picture_share=spec.picture_share,
                     past_unread_text=spec.aspect in analysis.past_unread_text,
                     fps=str(rendered.rate),
                     frames=spec.frames,

@@ -58,7 +58,8 @@ class EncodeOptions:
 class OutputSpec:
     """One clip to write: its aspect label, output size, and where the crop sits at each source time.
 
-    When padded, crop_at gives the region shown (any aspect); it is letterboxed over a blurred fill.
+    When padded, crop_at gives the region shown (any aspect); it is letterboxed over a blurred fill, at
+    picture_share of the size that fits the output (workers.title_safe).
     """
 
     aspect: str
@@ -67,6 +68,7 @@ class OutputSpec:
     crop_at: Callable[[float], CropRect]
     path: Path
     padded: bool = False
+    picture_share: float = 1.0
     crops: list[tuple[float, CropRect]] = field(default_factory=list)
     frames: int = 0
 
@@ -95,14 +97,15 @@ class Planes:
         # planes, the luma equal to OpenCV's within 61 dB PSNR)
         return _planes(self.to_frame().reformat(width=width, height=height, interpolation="AREA"), 0)
 
-    def letterbox(self, width: int, height: int) -> Planes:
-        """This picture scaled to fit inside width×height, centred over a blurred, scaled-to-fill copy of itself.
+    def letterbox(self, width: int, height: int, share: float = 1.0) -> Planes:
+        """This picture scaled to fit inside width×height (to share of that size), centred over a blurred,
+        scaled-to-fill copy of itself.
 
         For a padded clip: the region shown keeps its own aspect (its text stays whole) and the bars are filled
         with the same frame's colours instead of black. All in yuv420p planes: no colour conversion.
         """
         src_h, src_w = self.y.shape
-        scale = min(width / src_w, height / src_h)
+        scale = min(width / src_w, height / src_h) * share
         fit_w = min(width, max(2, round(src_w * scale / 2) * 2))
         fit_h = min(height, max(2, round(src_h * scale / 2) * 2))
         # the fill: the central part of the region with the output's aspect, stretched over the output
@@ -381,7 +384,7 @@ class _ClipThread(threading.Thread):
                 spec.crops.append((t, rect))
                 region = planes.crop(rect)
                 picture = (
-                    region.letterbox(spec.width, spec.height)
+                    region.letterbox(spec.width, spec.height, spec.picture_share)
                     if spec.padded
                     else region.resize(spec.width, spec.height)
                 )

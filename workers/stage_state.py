@@ -66,6 +66,7 @@ def analysis_from_json(data: Json) -> Analysis:
         crop_keys={k: [tuple(r) for r in v] for k, v in data["crop_keys"].items()},  # type: ignore[misc]
         padded=dict(data.get("padded", {})),
         padded_reason=dict(data.get("padded_reason", {})),
+        picture_share=dict(data.get("picture_share", {})),
         text_boxes=[tuple(b) for b in data.get("text_boxes", [])],  # type: ignore[misc]
         picture=None if data.get("picture") is None else tuple(data["picture"]),  # type: ignore[arg-type]
         unread_text_boxes=[tuple(b) for b in data.get("unread_text_boxes", [])],  # type: ignore[misc]

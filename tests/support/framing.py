@@ -115,6 +115,7 @@ def frame_item(
             p.crop_path(),
             out_dir / f"{p.size.file_stem}.mp4",
             padded=p.padded,
+            picture_share=p.picture_share,
         )
         for p in plans.values()
     ]

@@ -32,6 +32,16 @@ def test_letterbox_fits_the_region_and_fills_the_bars() -> None:
     assert (out.u == 90).all() and (out.v == 170).all()  # colour carried over untouched
 
 
+def test_a_picture_shown_at_a_share_of_its_fitted_size_is_centred_that_much_smaller() -> None:
+    y = np.full((360, 640), 200, np.uint8)
+    u, v = np.full((180, 320), 128, np.uint8), np.full((180, 320), 128, np.uint8)
+    out = Planes(y, u, v).letterbox(360, 480, 0.9)
+    # 640×360 fits 360×202; at 0.9, 324×182 (even), centred: fill on all four sides
+    # the fill is the same picture dimmed: only the sharp picture keeps its level
+    rows, cols = np.flatnonzero((out.y == 200).any(axis=1)), np.flatnonzero((out.y == 200).any(axis=0))
+    assert (rows[0], rows[-1] + 1, cols[0], cols[-1] + 1) == (148, 330, 18, 342)
+
+
 def test_render_writes_padded_clip_with_the_region_recorded(tmp_path: Path) -> None:
     source = tmp_path / "src.mp4"
     make_code_video(source, seconds=2.0, size=(640, 360))

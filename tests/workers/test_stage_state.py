@@ -50,6 +50,7 @@ def test_every_record_comes_back_equal_through_json() -> None:
         crop_keys={"9:16": [(10.0, 4, 0, 404, 720), (15.0, 8, 0, 404, 720)]},
         padded={"9:16": False, "1:1": True},
         padded_reason={"1:1": "the subject is larger than the crop"},
+        picture_share={"1:1": 0.93},
         text_boxes=[(5.0, 6.0, 70.0, 20.0)],
         picture=(218.0, 0.0, 422.0, 360.0),
     )

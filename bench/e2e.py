@@ -163,6 +163,7 @@ def naive_item(
             spec = OutputSpec(
                 size.label, size.out_w, size.out_h, analysis.crop_path(size.label),
                 out / entry.item_id / f"{size.file_stem}.mp4", padded=analysis.padded.get(size.label, False),
+                picture_share=analysis.picture_share.get(size.label, 1.0),
             )  # fmt: skip
             render_window(
                 video, analysis.window.start_s, analysis.window.end_s, [spec], encode_options(config)
@@ -257,7 +258,7 @@ def floor_item(args: tuple[str, dict[str, Any], str, dict[str, Any]]) -> None:
         specs.append(
             OutputSpec(
                 output["aspect"], output["width"], output["height"], path, Path(out) / f"{stem}.mp4",
-                padded=output["padded"],
+                padded=output["padded"], picture_share=output["picture_share"],
             )
         )  # fmt: skip
     render_window(Path(video), window["start_s"], window["end_s"], specs, EncodeOptions(**options))

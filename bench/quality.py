@@ -496,6 +496,8 @@ class OcrJob:
     out_w: int
     out_h: int
     padded: bool
+    #: a letterboxed picture's share of the size that fits the clip (manifests before it: 1)
+    picture_share: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -514,7 +516,8 @@ class TextCuts:
 
 def _to_source(box: Rect, crop: dict[str, Any], job: OcrJob) -> Rect:
     """An output frame's box in source pixels (a letterboxed clip shows its region fitted inside the frame)."""
-    scale = min(job.out_w / crop["w"], job.out_h / crop["h"]) if job.padded else job.out_w / crop["w"]
+    fit = min(job.out_w / crop["w"], job.out_h / crop["h"]) * job.picture_share
+    scale = fit if job.padded else job.out_w / crop["w"]
     ox = (job.out_w - crop["w"] * scale) / 2 if job.padded else 0.0
     oy = (job.out_h - crop["h"] * scale) / 2 if job.padded else 0.0
     return (
@@ -594,6 +597,7 @@ def score_half(catalog: Path, run: RunResult) -> list[ItemScore]:
                 OcrJob(
                     str(path), output["crops"], captions, int(item["width"]), int(item["height"]),
                     int(output["width"]), int(output["height"]), clip.padded,
+                    float(output.get("picture_share", 1.0)),
                 )
             )  # fmt: skip
             owners.append(clip)

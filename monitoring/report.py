@@ -236,7 +236,10 @@ def _clips_html(item_id: str, outputs: Sequence[Mapping[str, Any]], dest: Path, 
         clip = _clip_path(out, item_id, output)
         width, height = int(output.get("width") or 0), int(output.get("height") or 0)
         reason = _text(output.get("padded_reason") or "reason not recorded")
-        padded = f" <span class='padded'>letterboxed: {reason}</span>" if output.get("padded") else ""
+        share = float(output.get("picture_share") or 1.0)
+        # a picture shown smaller than it fits says so: the user sees it smaller and should know why
+        safe = f"; shown at {share:.0%} to keep its text title-safe" if share < 1 else ""
+        padded = f" <span class='padded'>letterboxed: {reason}{safe}</span>" if output.get("padded") else ""
         if output.get("past_unread_text"):
             padded = " <span class='padded'>cropped past detected text that does not read</span>"
         caption = f"<figcaption>{_text(aspect)} {width}×{height}{padded}</figcaption>"

@@ -68,6 +68,7 @@ def manifest(video: Path, item_id: str) -> dict[str, Any]:
                 "height": 360,
                 "padded": True,
                 "padded_reason": "the subject is wider than the 16:9 crop",
+                "picture_share": 0.934,
                 "crops": [{"t": 1.0, "x": 0, "y": 0, "w": 640, "h": 360}],
             },
         ],
@@ -150,7 +151,10 @@ def test_the_page_shows_the_run_then_each_clip_playable_with_its_poster(report: 
         assert image is not None and image.shape[0] == 240
         # the clip's own picture (magenta in BGR), not a frame of the source
         assert np.abs(image.reshape(-1, 3).mean(axis=0) - (255, 0, 255)).max() < 12
-    assert "letterboxed: the subject is wider than the 16:9 crop" in page
+    assert (
+        "letterboxed: the subject is wider than the 16:9 crop; shown at 93% to keep its text title-safe"
+        in page
+    )
     assert page.count("letterboxed:") == 3  # sku-a, sku-b and sku-c's 16:9
     # and their 9:16 clips, cropped past a face the text detector took for text
     assert page.count("cropped past detected text that does not read") == 3

@@ -36,6 +36,7 @@ the manifests and the rendered clips:
 - analysis_s_per_item: CPU seconds of prepare, sampling and select (the ledger's stage totals) plus the inference
   daemon's model time, per item.
 
+The tuning and dev halves also get a line per item and these figures by product, where their failures lie.
 Only aggregate figures are printed for the held-out half: look at the tuning and dev halves' items and pictures
 (bench/.data/quality/report/, report-dev/) while tuning, never at the held-out half's.
 
@@ -334,6 +335,12 @@ class ClipScore:
     def inside_share(self) -> float | None:
         return self.held_frames / self.fit_frames if self.fit_frames else None
 
+    @property
+    def product_too_big(self) -> bool:
+        """The product truly larger than the crop (its held share, at more than the planner's pad share of
+        frames): the one reason to letterbox the ground truth can check."""
+        return self.too_big_frames > PAD_SHARE * self.window_frames
+
 
 @dataclass
 class ItemScore:
@@ -344,6 +351,8 @@ class ItemScore:
     interval: tuple[float, float] | None
     conditions: list[str]
     shape: str
+    #: the catalog's product (its photograph's name in bench/quality_set.py)
+    photo: str = ""
     hit: bool | None = None
     #: whether reelgen located the product in some frame of its window (manifest subject boxes)
     located: bool = False
@@ -407,6 +416,7 @@ def score_item(manifest: dict[str, Any] | None, truth: dict[str, Any]) -> ItemSc
         interval=(interval[0], interval[1]) if interval else None,
         conditions=list(truth["conditions"]),
         shape=str(truth["shape"]),
+        photo=str(truth["photo"]),
     )
     if manifest is None:
         score.hit = False if score.has_product else None
@@ -615,9 +625,7 @@ def figures(scores: list[ItemScore], run: RunResult) -> dict[str, Any]:
     shares = [c.inside_share for s in product for c in s.clips if c.inside_share is not None]
     margins = [s.margin for s in product if s.margin is not None]
     padded = [c for c in clips if c.padded]
-    # the product truly larger than the crop (its held share, at more than the planner's pad share of frames):
-    # the one reason to letterbox the ground truth can check
-    too_big = {id(c) for c in clips if c.too_big_frames > PAD_SHARE * c.window_frames}
+    too_big = {id(c) for c in clips if c.product_too_big}
     below = [(s, c) for s in product for c in s.clips if c.inside_share is not None and c.inside_share < 0.95]
     reasons = [c.padded_reason for c in padded if c.padded_reason is not None]
     analysis_cpu = sum(run.stages.get(stage, {}).get("cpu", 0.0) for stage in ANALYSIS_STAGES)
@@ -672,6 +680,33 @@ ASPECT_COLOURS = {  # BGR
     "9:16": (0, 128, 255),
     "16:9": (200, 200, 200),
 }
+
+
+def product_lines(scores: Sequence[ItemScore]) -> list[str]:
+    """A half's figures by product (the items showing each; those showing none on a line of their own): where
+    its failures lie. Pairs: item-aspect pairs where the product fits, below 95 % inside, and of those, ones
+    whose window has no located box; letterboxed clips, of them ones the product fits; clips cropped where
+    the product is larger than the crop."""
+    lines = []
+    groups: dict[str, list[ItemScore]] = {}
+    for score in scores:
+        groups.setdefault(score.photo if score.has_product else "(no product on screen)", []).append(score)
+    for name, group in sorted(groups.items()):
+        clips = [c for s in group for c in s.clips]
+        below = [s for s in group for c in s.clips if c.inside_share is not None and c.inside_share < 0.95]
+        pairs = sum(c.inside_share is not None for c in clips)
+        padded = [c for c in clips if c.padded]
+        head = f"  {name:<24} items {len(group):>3}: "
+        if not group[0].has_product:
+            lines.append(f"{head}letterboxed {len(padded)}/{len(clips)}")
+            continue
+        lines.append(
+            f"{head}windows hit {sum(bool(s.hit) for s in group)}/{len(group)}, pairs below 95 % "
+            f"{len(below)}/{pairs} ({sum(not s.located for s in below)} unlocated), letterboxed "
+            f"{len(padded)}/{len(clips)} ({sum(not c.product_too_big for c in padded)} where the product fits), "
+            f"cropped though larger than the crop {sum(c.product_too_big and not c.padded for c in clips)}"
+        )
+    return lines
 
 
 def item_line(score: ItemScore) -> str:
@@ -880,6 +915,8 @@ def main() -> int:
                 f"{half} items: window vs the product's interval, share of frames holding the product per aspect",
                 *(item_line(s) for s in scores),
                 f"  worst {min(3, len(scores))} {half} items drawn: {page}",
+                f"{half} by product:",
+                *product_lines(scores),
             ]
     for line in machine_lines():
         print(line)

@@ -88,3 +88,37 @@ def test_text_at_an_edge_counts_as_read_on_a_caption_and_not_on_a_face() -> None
     assert on_face and on_caption
     assert not any(quality._reads(cut_face, box) for box in on_face)
     assert all(quality._reads(cut_caption, box) for box in on_caption)
+
+
+def _item(photo: str, has_product: bool, located: bool, clips: list[quality.ClipScore]) -> quality.ItemScore:
+    return quality.ItemScore(
+        f"item-{photo}-{len(clips)}", has_product, "done", (0.0, 5.0), (0.0, 5.0) if has_product else None,
+        [], "16:9", photo, hit=has_product or None, located=located, clips=clips,
+    )  # fmt: skip
+
+
+def test_the_figures_by_product_put_each_failure_on_its_own_products_line() -> None:
+    held = quality.ClipScore("1:1", False, None, fit_frames=10, held_frames=10, window_frames=10)
+    missed = quality.ClipScore("9:16", False, None, fit_frames=10, held_frames=2, window_frames=10)
+    boxed = quality.ClipScore(
+        "2:3", True, "the subject is larger than the crop", too_big_frames=10, window_frames=10
+    )
+    cut = quality.ClipScore("4:5", False, None, too_big_frames=10, window_frames=10)
+    background = quality.ClipScore("1:1", False, None, window_frames=10)
+    lines = quality.product_lines(
+        [
+            _item("cup", True, False, [held, missed]),
+            _item("cup", True, True, [boxed, cut]),
+            _item("clock", True, True, [held]),
+            _item("cup", False, False, [background]),
+        ]
+    )
+    assert len(lines) == 3
+    cup = next(line for line in lines if line.strip().startswith("cup"))
+    assert "items   2: windows hit 2/2, pairs below 95 % 1/2 (1 unlocated)" in cup
+    assert "letterboxed 1/4 (0 where the product fits), cropped though larger than the crop 1" in cup
+    clock = next(line for line in lines if line.strip().startswith("clock"))
+    assert "pairs below 95 % 0/1 (0 unlocated), letterboxed 0/1" in clock
+    # an item showing no product is counted apart from the product its catalog names
+    (none,) = (line for line in lines if line.strip().startswith("(no product on screen)"))
+    assert none.endswith("items   1: letterboxed 0/1")

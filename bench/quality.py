@@ -352,7 +352,7 @@ class ItemScore:
     conditions: list[str]
     shape: str
     #: the catalog's product (its photograph's name in bench/quality_set.py)
-    photo: str = ""
+    photo: str
     hit: bool | None = None
     #: whether reelgen located the product in some frame of its window (manifest subject boxes)
     located: bool = False
@@ -619,6 +619,11 @@ def score_half(catalog: Path, run: RunResult) -> list[ItemScore]:
     return scores
 
 
+def below_95(scores: Sequence[ItemScore]) -> list[tuple[ItemScore, ClipScore]]:
+    """The item-aspect pairs where the product fits and the crop holds it in under 95 % of the frames."""
+    return [(s, c) for s in scores for c in s.clips if c.inside_share is not None and c.inside_share < 0.95]
+
+
 def figures(scores: list[ItemScore], run: RunResult) -> dict[str, Any]:
     product = [s for s in scores if s.has_product]
     clips = [c for s in scores for c in s.clips]
@@ -626,7 +631,7 @@ def figures(scores: list[ItemScore], run: RunResult) -> dict[str, Any]:
     margins = [s.margin for s in product if s.margin is not None]
     padded = [c for c in clips if c.padded]
     too_big = {id(c) for c in clips if c.product_too_big}
-    below = [(s, c) for s in product for c in s.clips if c.inside_share is not None and c.inside_share < 0.95]
+    below = below_95(product)
     reasons = [c.padded_reason for c in padded if c.padded_reason is not None]
     analysis_cpu = sum(run.stages.get(stage, {}).get("cpu", 0.0) for stage in ANALYSIS_STAGES)
     measured = bool(run.stages) and run.daemon_busy_s is not None
@@ -693,7 +698,7 @@ def product_lines(scores: Sequence[ItemScore]) -> list[str]:
         groups.setdefault(score.photo if score.has_product else "(no product on screen)", []).append(score)
     for name, group in sorted(groups.items()):
         clips = [c for s in group for c in s.clips]
-        below = [s for s in group for c in s.clips if c.inside_share is not None and c.inside_share < 0.95]
+        below = below_95(group)
         pairs = sum(c.inside_share is not None for c in clips)
         padded = [c for c in clips if c.padded]
         head = f"  {name:<24} items {len(group):>3}: "
@@ -702,7 +707,7 @@ def product_lines(scores: Sequence[ItemScore]) -> list[str]:
             continue
         lines.append(
             f"{head}windows hit {sum(bool(s.hit) for s in group)}/{len(group)}, pairs below 95 % "
-            f"{len(below)}/{pairs} ({sum(not s.located for s in below)} unlocated), letterboxed "
+            f"{len(below)}/{pairs} ({sum(not s.located for s, _ in below)} unlocated), letterboxed "
             f"{len(padded)}/{len(clips)} ({sum(not c.product_too_big for c in padded)} where the product fits), "
             f"cropped though larger than the crop {sum(c.product_too_big and not c.padded for c in clips)}"
         )

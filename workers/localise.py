@@ -51,8 +51,9 @@ fewer (936 → 875); for a textured product, whose colours only stand in for fea
 other lights' blobs displaced the boxes followed from the samples its features found (the tuning half's re-lit
 coffee cup). A plain grey or dark product has only its
 outline to go by: it is found where the pixels inside its silhouette stand out from those round it (a dark
-tumbler against a wall), and not in a busy scene, where they rarely do and many things stand out as much (the
-crop then follows faces or saliency). A photo of the product among other things (a toy on a shelf of toys)
+tumbler against a wall), held close also where it runs a little past the frame's edge (the part on screen is
+its box), and not in a busy scene, where they rarely do and many things stand out as much (the crop then follows
+faces or saliency). A photo of the product among other things (a toy on a shelf of toys)
 is found whole in no frame of a video of the toy alone: where nothing of it is found in a run of samples, each
 of its parts (regions of one colour that are solid things, with colours of their own) is looked for as a
 product of its own, and the part found in the most samples, at least three, is the product (bench/locate.py's

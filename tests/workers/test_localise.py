@@ -796,7 +796,7 @@ def test_a_plain_grey_product_held_close_is_found_by_its_silhouette_where_it_run
     clock, rim, locator = _clock_cut_along_its_rim()
     rng = np.random.default_rng(5)
     found = []
-    for k, background in enumerate(_backgrounds(mgt_dancer, 200)):
+    for k, background in enumerate(_backgrounds(mgt_dancer, 50)):
         scale = rng.uniform(0.45, 0.6) * FRAME[1] / clock.shape[0]
         w, h = clock.shape[1] * scale, clock.shape[0] * scale
         past = rng.uniform(0.04, 0.08)
@@ -809,7 +809,7 @@ def test_a_plain_grey_product_held_close_is_found_by_its_silhouette_where_it_run
         located = locator.locate(frame, FRAME)
         found.append(located.method == "silhouette" and _iou(located.box or truth, truth) > 0.7)
         assert located.box is None or _inside(located.box, truth) >= 0.8, (truth, located)
-    assert sum(found) >= 2, found
+    assert sum(found) >= 5, found
 
 
 def test_only_a_photo_of_one_thing_cuts_out() -> None:

@@ -9,9 +9,22 @@ import json
 from pathlib import Path
 
 import av
+import cv2
+import numpy as np
 import pytest
 
-from bench.quality_set import HALVES, item_seeds, load_truth, missing_sources, plan_item, write_quality_set
+from bench.quality_set import (
+    HALVES,
+    PHOTOS,
+    _cutout_mask,
+    item_seeds,
+    load_truth,
+    missing_sources,
+    plan_item,
+    write_quality_set,
+)
+from tests.real_media import opencv_rubberwhale, skimage_clock_motion
+from workers.localise import _backdrop
 
 
 def test_halves_share_no_seed_photo_or_clip() -> None:
@@ -53,3 +66,32 @@ def test_truth_matches_the_videos(tmp_path: Path) -> None:
         # on screen exactly within the interval, and for most of it
         assert shown and start <= min(shown) and max(shown) < end
         assert len(shown) >= 0.8 * (end - start) * item["fps"]
+
+
+def _largest(mask: np.ndarray) -> np.ndarray:
+    _, labels, stats, _ = cv2.connectedComponentsWithStats(mask.astype(np.uint8))
+    return np.asarray(labels == 1 + int(np.argmax(stats[1:, cv2.CC_STAT_AREA])))
+
+
+def test_the_sets_cut_outs_hold_the_product_and_little_of_its_surroundings() -> None:
+    """The truth's product box is its cut-out's: wall or shelf cut out with the product makes every box that
+    holds the product alone look too small, and the product look larger than a crop it fits. The clock is the
+    photo's blurred disc (its pixels unlike the wall's fitted backdrop); the whale, its teal pixels."""
+    clock_path, whale_path = skimage_clock_motion(), opencv_rubberwhale()
+    if clock_path is None or whale_path is None:
+        pytest.skip("python -m tests.fetch_real_media")
+    clock = np.asarray(cv2.imread(str(clock_path)), np.uint8)
+    edge = np.zeros(clock.shape[:2], bool)
+    edge[[0, -1], :] = edge[:, [0, -1]] = True
+    unlike_wall = np.abs(clock.astype(np.float32) - _backdrop(clock, edge)).max(axis=2)
+    disc = _largest(unlike_wall > 12)
+    cut = _cutout_mask(clock, PHOTOS["skimage_clock_motion"]) > 127
+    assert cut[disc].mean() >= 0.98
+    assert (unlike_wall[cut] > 8).mean() >= 0.85
+
+    whale = np.asarray(cv2.imread(str(whale_path)), np.uint8)
+    hsv = cv2.cvtColor(whale, cv2.COLOR_BGR2HSV)
+    teal = (hsv[..., 0] >= 70) & (hsv[..., 0] <= 100) & (hsv[..., 1] >= 60)
+    cut = _cutout_mask(whale, PHOTOS["opencv_rubberwhale"]) > 127
+    assert cut[_largest(teal)].mean() >= 0.98
+    assert teal[cut].mean() >= 0.9

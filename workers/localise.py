@@ -146,15 +146,25 @@ NOT_FOUND = Located(None, 0.0, "none")
 def _foreground(image: np.ndarray) -> np.ndarray:
     """The main image's product pixels: those unlike its studio background, or every pixel when the border is
     not plain (its colours spread from their median by more than a studio backdrop's)."""
-    edge = np.zeros(image.shape[:2], bool)
-    edge[[0, -1], :] = edge[:, [0, -1]] = True
-    border = image[edge].astype(np.float32)
+    border = image[_border(image)].astype(np.float32)
     spread = float(np.median(np.abs(border - np.median(border, axis=0)).max(axis=1)))
     if spread > BACKDROP_LEVEL:  # a photo to its edges: no studio background to remove
         return np.full(image.shape[:2], 255, np.uint8)
-    distance = np.abs(image.astype(np.float32) - _backdrop(image, edge)).max(axis=2)
-    mask = (distance > BACKDROP_LEVEL).astype(np.uint8) * 255
+    mask = (unlike_backdrop(image) > BACKDROP_LEVEL).astype(np.uint8) * 255
     return mask if mask.mean() > 255 * 0.02 else np.full(image.shape[:2], 255, np.uint8)
+
+
+def _border(image: np.ndarray) -> np.ndarray:
+    """The image's outermost rows and columns, as a mask."""
+    edge = np.zeros(image.shape[:2], bool)
+    edge[[0, -1], :] = edge[:, [0, -1]] = True
+    return edge
+
+
+def unlike_backdrop(image: np.ndarray) -> np.ndarray:
+    """How far each pixel's colour is from a studio backdrop fitted to the image's border (the largest channel's
+    difference, 0-255)."""
+    return np.asarray(np.abs(image.astype(np.float32) - _backdrop(image, _border(image))).max(axis=2))
 
 
 #: a pixel of a studio shot is the product's where a channel differs from the backdrop by more than this

@@ -24,7 +24,7 @@ from bench.quality_set import (
     write_quality_set,
 )
 from tests.real_media import opencv_rubberwhale, skimage_clock_motion
-from workers.localise import _backdrop
+from workers.localise import unlike_backdrop
 
 
 def test_halves_share_no_seed_photo_or_clip() -> None:
@@ -81,9 +81,7 @@ def test_the_sets_cut_outs_hold_the_product_and_little_of_its_surroundings() -> 
     if clock_path is None or whale_path is None:
         pytest.skip("python -m tests.fetch_real_media")
     clock = np.asarray(cv2.imread(str(clock_path)), np.uint8)
-    edge = np.zeros(clock.shape[:2], bool)
-    edge[[0, -1], :] = edge[:, [0, -1]] = True
-    unlike_wall = np.abs(clock.astype(np.float32) - _backdrop(clock, edge)).max(axis=2)
+    unlike_wall = unlike_backdrop(clock)
     disc = _largest(unlike_wall > 12)
     cut = _cutout_mask(clock, PHOTOS["skimage_clock_motion"]) > 127
     assert cut[disc].mean() >= 0.98

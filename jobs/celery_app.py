@@ -16,6 +16,7 @@ from kombu.exceptions import OperationalError
 
 from jobs import prefork  # noqa: F401  (connects its signal receiver)
 from jobs.cron import beat_schedule
+from jobs.heartbeat import Heartbeat
 from jobs.queues import PRIORITIES, QUEUE, SEP, TASK_MODULES
 from jobs.worker_shutdown import StopIdlePoolPromptly, WakeOnShutdown
 from monitoring.logging_setup import prepare_handler
@@ -34,6 +35,7 @@ REDIS_UNAVAILABLE = (redis.ConnectionError, redis.TimeoutError, OperationalError
 
 app = Celery("reelgen", include=list(TASK_MODULES))
 app.steps["worker"].add(WakeOnShutdown)
+app.steps["worker"].add(Heartbeat)
 app.steps["worker"].add(StopIdlePoolPromptly)
 
 

@@ -204,7 +204,8 @@ def _service_logging() -> None:
 def _cmd_worker(args: argparse.Namespace) -> int:
     from jobs.services import run_worker
 
-    settings = _settings(args, workers=args.concurrency)
+    beat = {"worker_heartbeat_s": args.heartbeat_s} if args.heartbeat_s else {}
+    settings = _settings(args, workers=args.concurrency, **beat)  # validates the beat against the loss bound
     _ledger(settings)  # checks the Redis setting and configures the app
     heartbeat = Path(args.heartbeat_file) if args.heartbeat_file else settings.worker_heartbeat_file
     argv = [
@@ -214,7 +215,7 @@ def _cmd_worker(args: argparse.Namespace) -> int:
     ]  # fmt: skip
     if args.hostname:
         argv += ["--hostname", args.hostname]
-    return run_worker(settings, argv, heartbeat, args.heartbeat_s or settings.worker_heartbeat_s)
+    return run_worker(settings, argv, heartbeat, settings.worker_heartbeat_s)
 
 
 def _cmd_beat(args: argparse.Namespace) -> int:

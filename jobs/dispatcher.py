@@ -3,8 +3,9 @@
 ONE implementation serves `reelgen run` (in process, for its own job) and `reelgen dispatcher` (a service, for
 every job). Each tick it takes the active jobs in order (priority class, then submission time), and gives each
 as many new items as its own in-flight limit (changeable on a live job) and the global one allow, so older and
-higher-class jobs fill first and Redis holds a bounded number of items whatever the catalog sizes. It also runs
-the lease reaper, moves settled results into each job's results index, and ends jobs that are done.
+higher-class jobs fill first and Redis holds a bounded number of items whatever the catalog sizes. It also
+re-dispatches the items of lost workers and runs the lease reaper (jobs/reaper.py), moves settled results into
+each job's results index, and ends jobs that are done.
 A job is fed by one dispatcher at a time (a lock in Redis that expires if its holder dies).
 
 Whatever goes wrong in serving one job (its catalog gone, a store that refuses the index, a bug) stays with that
@@ -27,7 +28,7 @@ from jobs.celery_app import REDIS_UNAVAILABLE
 from jobs.feed import JobFeed
 from jobs.ledger import JobState, Ledger
 from jobs.ledger.keys import JobKeys
-from jobs.reaper import Reaper
+from jobs.reaper import LostWorkers, Reaper
 from monitoring.logging_setup import log_context
 from reelgen.errors import JobNotFound, ReelgenError
 from reelgen.settings import Settings
@@ -59,8 +60,13 @@ class Dispatcher:
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self.feeds: dict[str, JobFeed] = {}
         self.reaper = Reaper(ledger, celery, settings)
+        self.lost_workers = LostWorkers(ledger, celery, settings, only)
         self._last_flush: dict[str, float] = {}
         self._last_reap = 0.0
+        self._last_sweep = 0.0
+        #: since when this dispatcher has seen Redis answer without a break: it judges a worker's silence only
+        #: once that spans the whole loss bound (after a Redis restart every worker is silent for a moment)
+        self._redis_since = time.monotonic()
         #: jobs whose last serving failed, and when they may be tried again
         self._retry_at: dict[str, float] = {}
 
@@ -100,12 +106,22 @@ class Dispatcher:
             total_in_flight += count
         if reap_due:
             self._last_reap = now
+        self._sweep_lost_workers(now)
         # jobs that left the active set otherwise (cancelled) get their last results indexed too
         for job_id in [j for j in self.feeds if j not in ids]:
             self._close(job_id, None)
         for job_id in [j for j in self._retry_at if j not in ids]:
             del self._retry_at[job_id]
         return admitted
+
+    def _sweep_lost_workers(self, now: float) -> None:
+        """Every heartbeat interval: re-dispatch what lost workers held."""
+        if now - self._last_sweep < self.settings.worker_heartbeat_s:
+            return
+        if now - self._redis_since < self.settings.worker_lost_s:
+            return
+        self._last_sweep = now
+        self.lost_workers.sweep()
 
     def _serve_job(
         self, job_id: str, capacity: int, in_flight: int, unindexed: int, now: float, reap_due: bool
@@ -215,6 +231,7 @@ class Dispatcher:
                     backoff = min(10.0, max(0.5, backoff * 2))
                     log.warning("Redis unavailable (%s); dispatching again in %.1f s", exc, backoff)
                     time.sleep(backoff)
+                    self._redis_since = time.monotonic()
                     continue
                 on_tick()
                 if not busy and not stop():  # a tick that ended the job ends the loop now, not a poll later

@@ -33,3 +33,20 @@ def queue_keys(
 ) -> dict[int, str]:
     """{priority: Redis list name} as kombu's Redis transport names them."""
     return {p: f"{queue}{sep}{p}" if p else queue for p in priorities}
+
+
+def message_item(name: str, args: object) -> tuple[str, str, int] | None:
+    """(job id, item id, dispatch token) of a stage message: prepare's args are (job id, item id, token), every
+    later stage's first argument is the item's state, which carries them; None for another task, or a message
+    published before messages carried a token."""
+    if not isinstance(args, list | tuple) or not args:
+        return None
+    if name == PREPARE_TASK and len(args) >= 3:
+        job_id, item, token = args[0], args[1], args[2]
+    elif name in (SAMPLE_TASK, SELECT_TASK, RENDER_TASK) and isinstance(args[0], dict):
+        job_id, item, token = args[0].get("job_id"), args[0].get("item_id"), args[0].get("token")
+    else:
+        return None
+    if isinstance(job_id, str) and isinstance(item, str) and isinstance(token, int):
+        return job_id, item, token
+    return None

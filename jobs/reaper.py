@@ -1,8 +1,14 @@
-"""The lease reaper: items whose lease ran out are dispatched again (or dead-lettered after too many tries).
+"""Items that lost their way are dispatched again (or dead-lettered after too many tries): those whose worker
+was lost, within seconds, and those whose lease ran out, as the backstop.
+
+A lost worker is one whose heartbeat has been missing for `worker_lost_s` (jobs/heartbeat.py): every item it
+held a message of is re-dispatched at once under a new token, so the broker's own redelivery of those messages,
+a visibility timeout later, finds them superseded. A dispatcher judges silence only once it has itself watched
+Redis for the whole bound, so a Redis restart, which silences every worker at once, condemns none of them.
 
 A lease is set when an item is admitted and renewed whenever one of its tasks begins, so it expires only when
-no task of the item has started for `lease_s`: its message was lost (a Redis restart, a purged queue) or its
-worker hangs. Without the reaper such an item would keep its job running forever.
+no task of the item has started for `lease_s`: its message was lost (a Redis restart without its append-only
+file, a purged queue) or its worker hangs. Without the reaper such an item would keep its job running forever.
 """
 
 from __future__ import annotations
@@ -14,6 +20,8 @@ from celery import Celery
 
 from jobs.feed import publish
 from jobs.ledger import JobRecord, Ledger
+from jobs.ledger.workers import HeldMessage, WorkerRegistry
+from reelgen.errors import JobNotFound
 from reelgen.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -48,3 +56,51 @@ class Reaper:
                 log.warning("job %s: re-dispatched %d item(s) whose lease expired", job.id, len(again))
             if len(expired) < 500 or not handled:
                 return handled
+
+
+class LostWorkers:
+    """Re-dispatches the items of workers whose heartbeat stopped; `only` confines it to one job's items (the
+    dispatcher of `reelgen run`)."""
+
+    def __init__(self, ledger: Ledger, celery: Celery, settings: Settings, only: str | None = None) -> None:
+        self.ledger = ledger
+        self.celery = celery
+        self.settings = settings
+        self.only = only
+        self.registry = WorkerRegistry(ledger.redis, settings.worker_lost_s, ledger.scripts)
+
+    def sweep(self) -> int:
+        """Re-dispatch what every lost worker held; returns how many items were re-dispatched."""
+        handled = 0
+        for worker in self.registry.lost():
+            held = [m for m in self.registry.held(worker) if self.only is None or m.job_id == self.only]
+            again = self._rescue(held)
+            for job_id, items in again.items():
+                try:
+                    publish(self.celery, self.ledger.job(job_id), items)
+                except JobNotFound:
+                    continue  # deleted meanwhile: nothing to finish
+            count = sum(len(items) for items in again.values())
+            self.registry.forget(worker, held)
+            log.warning(
+                "worker %s lost (no heartbeat for %.0f s): re-dispatched %d item(s)",
+                worker,
+                self.settings.worker_lost_s,
+                count,
+            )
+            handled += count
+        return handled
+
+    def _rescue(self, held: list[HeldMessage]) -> dict[str, list[tuple[str, int]]]:
+        """{job: [(item, new token)]}; an item whose dispatch is already superseded (another of its messages came
+        first, or a dispatcher beside this one) is left alone."""
+        again: dict[str, list[tuple[str, int]]] = {}
+        for message in held:
+            token = self.ledger.rescue(message, self.settings.lease_s, self.settings.max_dispatches)
+            if token > 0:
+                again.setdefault(message.job_id, []).append((message.item_id, token))
+            elif token < 0:
+                log.warning(
+                    "job %s: item %s dead-lettered: re-dispatched too often", message.job_id, message.item_id
+                )
+        return again

@@ -117,7 +117,6 @@ def run_worker(settings: Settings, argv: list[str], heartbeat_file: Path | None,
 
     Heartbeat.file = heartbeat_file
     Heartbeat.interval = heartbeat_s
-    app.steps["worker"].add(Heartbeat)
     app.steps["consumer"].add(BrokerLink)
     if settings.metrics_port is not None:
         install_worker_metrics(settings.metrics_port, settings.metrics_host, health=BrokerLink.health)

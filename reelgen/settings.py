@@ -213,7 +213,16 @@ class Settings(BaseSettings):
     s3_region: str | None = None
     worker_queues: str = "reelgen"
     worker_heartbeat_file: Path | None = None
-    worker_heartbeat_s: float = Field(default=10.0, gt=0)
+    worker_heartbeat_s: float = Field(
+        default=5.0,
+        gt=0,
+        description="seconds between a worker's heartbeats (to Redis, and to its file if set)",
+    )
+    worker_lost_s: float = Field(
+        default=30.0,
+        gt=0,
+        description="a worker silent this long is lost: the items it held are re-dispatched at once",
+    )
 
     @field_validator("aspects", "local_source_roots", "source_buckets", mode="before")
     @classmethod
@@ -280,6 +289,16 @@ class Settings(BaseSettings):
             raise ValueError(
                 f"CPU budget oversubscribed: {workers} workers x {threads} codec threads > {self.cpus} cpus; "
                 "lower REELGEN_WORKERS or REELGEN_CODEC_THREADS"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _check_worker_loss(self) -> Settings:
+        # a busy node may miss a beat or two; three missed in a row is a lost worker, not a slow one
+        if self.worker_lost_s < 3 * self.worker_heartbeat_s:
+            raise ValueError(
+                f"worker_lost_s {self.worker_lost_s} must be at least 3 heartbeats "
+                f"(3 x worker_heartbeat_s = {3 * self.worker_heartbeat_s})"
             )
         return self
 

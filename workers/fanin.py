@@ -1,6 +1,7 @@
 """Joining an item's parallel segment results without a Celery result backend.
 
-Each segment task stores its result under the item's key; the one whose store completes the set is told so,
+Each segment task stores its result under the key of the item's dispatch (a superseded attempt's late results
+never join a newer one's); the one whose store completes the set is told so,
 exactly once, even when a segment is delivered twice. The key lives only while the item is being analysed.
 """
 
@@ -31,22 +32,24 @@ class SegmentResults:
         self._store = client.register_script(_STORE)
 
     @staticmethod
-    def _key(job_id: str, item_id: str) -> str:
-        return JobKeys.of(job_id).segments(item_id)
+    def _key(job_id: str, item_id: str, token: int | None) -> str:
+        return JobKeys.of(job_id).segments(item_id, token)
 
-    def reset(self, job_id: str, item_id: str) -> None:
-        """Forget results of an earlier attempt of this item."""
-        self.redis.delete(self._key(job_id, item_id))
+    def reset(self, job_id: str, item_id: str, token: int | None) -> None:
+        """Forget results of an earlier delivery of this dispatch."""
+        self.redis.delete(self._key(job_id, item_id, token))
 
-    def store(self, job_id: str, item_id: str, index: int, count: int, result: dict[str, Any]) -> bool:
+    def store(
+        self, job_id: str, item_id: str, token: int | None, index: int, count: int, result: dict[str, Any]
+    ) -> bool:
         """Keep one segment's result; True for the call that completes all `count` segments."""
         args: list[str | int] = [index, json.dumps(result), count, TTL_S]
-        return bool(self._store(keys=[self._key(job_id, item_id)], args=args))
+        return bool(self._store(keys=[self._key(job_id, item_id, token)], args=args))
 
-    def collect(self, job_id: str, item_id: str) -> list[dict[str, Any]]:
+    def collect(self, job_id: str, item_id: str, token: int | None) -> list[dict[str, Any]]:
         """Every segment's result in segment order."""
-        raw = self.redis.hgetall(self._key(job_id, item_id))
+        raw = self.redis.hgetall(self._key(job_id, item_id, token))
         return [json.loads(raw[k]) for k in sorted(raw, key=int)]
 
-    def clear(self, job_id: str, item_id: str) -> None:
-        self.redis.delete(self._key(job_id, item_id))
+    def clear(self, job_id: str, item_id: str, token: int | None) -> None:
+        self.redis.delete(self._key(job_id, item_id, token))

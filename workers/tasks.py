@@ -25,6 +25,7 @@ from celery.signals import worker_process_init
 from gpu_service.client import InferenceClient
 from gpu_service.priority import PriorityKey
 from jobs.celery_app import REDIS_UNAVAILABLE, app
+from jobs.heartbeat import held_message
 from jobs.ledger import JobState, Ledger
 from jobs.queues import (
     PREPARE_TASK,
@@ -136,13 +137,20 @@ def context() -> WorkerContext:
     return _context
 
 
-def _guarded(task: Task, job_id: str, item_id: str, stage: Callable[[WorkerContext, CatalogEntry], T]) -> T:
+def _guarded(
+    task: Task,
+    job_id: str,
+    item_id: str,
+    token: int | None,
+    stage: Callable[[WorkerContext, CatalogEntry], T],
+) -> T:
     with log_context(job_id=job_id, item_id=item_id):
         ctx = context()
         task_id = task.request.id or task.name
-        # renews the item's lease and notes its stage; a task id still open from an earlier delivery means that
-        # delivery killed its worker, and after crash_limit of those the ledger dead-letters the item (-1)
-        # instead of looping
+        # renews the item's lease and notes its stage; a message of a superseded dispatch (`token`: the item was
+        # re-dispatched since, e.g. its worker was lost) is dropped; a task id still open from an earlier delivery
+        # means that delivery killed its worker, and after crash_limit of those the ledger dead-letters the item
+        # (-1) instead of looping
         begun = ctx.ledger.begin_task(
             job_id,
             item_id,
@@ -150,10 +158,11 @@ def _guarded(task: Task, job_id: str, item_id: str, stage: Callable[[WorkerConte
             ctx.settings.lease_s,
             ctx.settings.crash_limit,
             task.name.rsplit(".", 1)[-1],
+            token,
         )
-        if begun <= 0:
-            raise Ignore()  # dead-lettered now, or no longer in flight (settled, cancelled)
         try:
+            if begun <= 0:
+                raise Ignore()  # dead-lettered now, no longer in flight (settled, cancelled), or stale
             # the entry is kept once, in the item's in-flight record: messages name the item, so a catalog entry of
             # any size never sits in the broker once per stage and segment
             record = ctx.ledger.item(job_id, item_id)
@@ -161,7 +170,7 @@ def _guarded(task: Task, job_id: str, item_id: str, stage: Callable[[WorkerConte
                 raise Ignore()  # settled or cancelled since the task began
             return _run_stage(task, job_id, CatalogEntry.from_dict(record["entry"]), stage, ctx)
         finally:
-            ctx.ledger.end_task(job_id, item_id, task_id)
+            ctx.ledger.end_task(job_id, item_id, task_id, held_message(job_id, item_id, token, task_id))
 
 
 def _run_stage(
@@ -221,23 +230,24 @@ def prepare(self: Task, job_id: str, item: str | dict[str, Any], token: int | No
     def run(ctx: WorkerContext, entry: CatalogEntry) -> None:
         config = ctx.config(job_id)
         info, segments = pipeline.plan_sampling(entry, ctx.fetcher, ctx.settings, config.sample_fps)
-        ctx.segments.reset(job_id, item_id)
+        ctx.segments.reset(job_id, item_id, token)
         state = {
             "job_id": job_id,
             "item_id": item_id,
             "info": info_to_json(info),
             "first_at": time.time(),
             "segments": len(segments),
+            "token": token,
         }
         for segment in segments:
             sample_segment.apply_async((state, segment_to_json(segment)), priority=PRIORITY_SAMPLE)
 
-    _guarded(self, job_id, item_id, run)
+    _guarded(self, job_id, item_id, token, run)
 
 
 @app.task(bind=True, name=SAMPLE_TASK, acks_late=True)
 def sample_segment(self: Task, state: dict[str, Any], segment_json: dict[str, Any]) -> None:
-    job_id = state["job_id"]
+    job_id, token = state["job_id"], state.get("token")
     segment = segment_from_json(segment_json)
 
     def run(ctx: WorkerContext, entry: CatalogEntry) -> None:
@@ -252,18 +262,18 @@ def sample_segment(self: Task, state: dict[str, Any], segment_json: dict[str, An
             pipeline.Decoding.from_settings(ctx.settings),
         )
         result = samples_to_json(samples)
-        if ctx.segments.store(job_id, entry.item_id, segment.index, state["segments"], result):
+        if ctx.segments.store(job_id, entry.item_id, token, segment.index, state["segments"], result):
             select.apply_async((state,), priority=PRIORITY_SELECT)
 
-    _guarded(self, job_id, _item_id(state), run)
+    _guarded(self, job_id, _item_id(state), token, run)
 
 
 @app.task(bind=True, name=SELECT_TASK, acks_late=True)
 def select(self: Task, state: dict[str, Any]) -> None:
-    job_id = state["job_id"]
+    job_id, token = state["job_id"], state.get("token")
 
     def run(ctx: WorkerContext, entry: CatalogEntry) -> None:
-        results = ctx.segments.collect(job_id, entry.item_id)
+        results = ctx.segments.collect(job_id, entry.item_id, token)
         samples = samples_from_json(results)
         info, config = info_from_json(state["info"]), ctx.config(job_id)
         chosen = pipeline.choose(info, samples, config)
@@ -272,9 +282,9 @@ def select(self: Task, state: dict[str, Any]) -> None:
             pipeline.Decoding.from_settings(ctx.settings),
         )  # fmt: skip
         render.apply_async((dict(state, analysis=analysis_to_json(analysis)),), priority=PRIORITY_RENDER)
-        ctx.segments.clear(job_id, entry.item_id)
+        ctx.segments.clear(job_id, entry.item_id, token)
 
-    _guarded(self, job_id, _item_id(state), run)
+    _guarded(self, job_id, _item_id(state), token, run)
 
 
 @app.task(bind=True, name=RENDER_TASK, acks_late=True)
@@ -298,5 +308,5 @@ def render(self: Task, state: dict[str, Any]) -> None:
         if ctx.ledger.finish(job_id, entry.item_id):
             count_item("done")
 
-    _guarded(self, job_id, item_id, run)
+    _guarded(self, job_id, item_id, state.get("token"), run)
     log.info("item %s done (pid %d)", item_id, os.getpid())

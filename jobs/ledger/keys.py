@@ -6,8 +6,9 @@ ordered by priority class then submission), `job:<id>` (the job hash), and per j
 record), `:leases` (zset item → lease deadline), `:failed` (item → failure JSON), `:errors` (error class →
 count), `:results` (stream of settled items), `:stages` (per-stage CPU/wall sums), `:at` (item in flight → the
 stage its last task began), `:claims` (a parent's items taken by retry jobs) and `:segments:<item>` (an item's
-segment results while it is analysed). Besides: `schedule:<name>:<date>` (a scheduled job's logical date) and
-`lock:dispatch:<id>` (the dispatcher serving a job).
+segment results while it is analysed, per dispatch token). Besides: `schedule:<name>:<date>` (a scheduled job's
+logical date), `lock:dispatch:<id>` (the dispatcher serving a job), `workers` (zset of live worker incarnations by
+their last heartbeat, Redis's own clock) and `worker:<id>:held` (the messages a worker incarnation holds).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 PREFIX = "rg"
 JOBS_KEY = f"{PREFIX}:jobs"
 ACTIVE_KEY = f"{PREFIX}:jobs:active"
+WORKERS_KEY = f"{PREFIX}:workers"
 
 
 @dataclass(frozen=True)
@@ -61,8 +63,10 @@ class JobKeys:
     def claims(self) -> str:
         return f"{self.job}:claims"
 
-    def segments(self, item_id: str) -> str:
-        return f"{self.job}:segments:{item_id}"
+    def segments(self, item_id: str, token: int | None = None) -> str:
+        """One dispatch's segment results: a superseded attempt's late results never join a newer one's."""
+        suffix = "" if token is None else f":{token}"
+        return f"{self.job}:segments:{item_id}{suffix}"
 
     @property
     def settle(self) -> list[str]:
@@ -76,3 +80,7 @@ def schedule_key(name: str, logical_date: str) -> str:
 
 def dispatch_lock_key(job_id: str) -> str:
     return f"{PREFIX}:lock:dispatch:{job_id}"
+
+
+def worker_held_key(worker_id: str) -> str:
+    return f"{PREFIX}:worker:{worker_id}:held"

@@ -47,6 +47,9 @@ class Scripts:
     complete: Script
     claim: Script
     feed_failed: Script
+    beat: Script
+    lost: Script
+    forget: Script
 
     @classmethod
     def register(cls, client: redis.Redis) -> Scripts:

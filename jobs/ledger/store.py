@@ -9,8 +9,9 @@ The keys are jobs/ledger/keys.py's, the scripts jobs/ledger/lua/'s, the records 
 module is the one way in. Kept whole: each method is one script call or a few commands, and the class is the
 single place where keys meet scripts, so splitting it by subject would only spread that seam over files. An item without a stage in `:at` waits in the broker for its first task.
 
-An in-flight item carries a dispatch `token`: every (re-)dispatch bumps it and the message carries it, so a
-message that was superseded (its lease expired and the reaper sent a new one) is recognised and dropped.
+An in-flight item carries a dispatch `token`: every (re-)dispatch bumps it and every message of the item carries
+it, so a message that was superseded (its lease expired, or its worker was lost, and the dispatcher sent a new
+one) is recognised and dropped.
 """
 
 from __future__ import annotations
@@ -25,7 +26,14 @@ from typing import Any
 import redis
 from redis.client import Pipeline
 
-from jobs.ledger.keys import ACTIVE_KEY, JOBS_KEY, JobKeys, dispatch_lock_key, schedule_key
+from jobs.ledger.keys import (
+    ACTIVE_KEY,
+    JOBS_KEY,
+    JobKeys,
+    dispatch_lock_key,
+    schedule_key,
+    worker_held_key,
+)
 from jobs.ledger.records import (
     INT_FIELDS,
     QUEUED,
@@ -41,6 +49,7 @@ from jobs.ledger.records import (
     job_record,
 )
 from jobs.ledger.scripts import Scripts
+from jobs.ledger.workers import HeldMessage
 from reelgen.errors import JobNotFound, JobStateError
 
 # the active set's score: priority class first, then submission time (seconds fit well below this factor)
@@ -274,16 +283,36 @@ class Ledger:
         )
 
     def begin_task(
-        self, job_id: str, item_id: str, task_id: str, lease_s: float, crash_limit: int, stage: str = ""
+        self,
+        job_id: str,
+        item_id: str,
+        task_id: str,
+        lease_s: float,
+        crash_limit: int,
+        stage: str = "",
+        token: int | None = None,
     ) -> int:
-        """A task of the item begins (see _BEGIN): deliveries so far, 0 if not in flight, -1 if dead-lettered.
-        `stage` names the task's stage for the counts of items per stage."""
+        """A task of the item begins (see begin.lua): deliveries so far, 0 if not in flight or its message's dispatch
+        `token` is stale, -1 if dead-lettered. `stage` names the task's stage for the counts of items per stage."""
         message = f"its tasks killed the worker process {crash_limit} times; dead-lettered"
-        args: list[Any] = [item_id, task_id, repr(time.time() + lease_s), crash_limit, message, stage]
+        args: list[Any] = [
+            item_id,
+            task_id,
+            repr(time.time() + lease_s),
+            crash_limit,
+            message,
+            stage,
+            token or "",
+        ]
         return int(self.scripts.begin(keys=JobKeys.of(job_id).settle, args=args))
 
-    def end_task(self, job_id: str, item_id: str, task_id: str) -> None:
-        self.scripts.end(keys=[JobKeys.of(job_id).inflight], args=[item_id, task_id])
+    def end_task(self, job_id: str, item_id: str, task_id: str, held: HeldMessage | None = None) -> None:
+        """A task ended; `held`, its message as its worker registered it, is held no more."""
+        keys = [
+            JobKeys.of(job_id).inflight,
+            worker_held_key(held.worker) if held else JobKeys.of(job_id).inflight,
+        ]
+        self.scripts.end(keys=keys, args=[item_id, task_id, held.entry if held else ""])
 
     def item_state(self, job_id: str, item_id: str) -> ItemState | None:
         keys = JobKeys.of(job_id)
@@ -378,8 +407,24 @@ class Ledger:
     def reap(self, job_id: str, item_id: str, now: float, lease_s: float, max_dispatches: int) -> int:
         """Re-dispatch an item whose lease expired: its new token, 0 if not expired, -1 if dead-lettered."""
         message = f"its lease expired {max_dispatches} times (lost messages or hung workers); dead-lettered"
-        args: list[Any] = [item_id, repr(now), repr(now + lease_s), max_dispatches, message]
+        args: list[Any] = [
+            item_id,
+            repr(now),
+            repr(now + lease_s),
+            max_dispatches,
+            message,
+            "",
+            "LeaseExpired",
+        ]
         return int(self.scripts.reap(keys=JobKeys.of(job_id).settle, args=args))
+
+    def rescue(self, held: HeldMessage, lease_s: float, max_dispatches: int) -> int:
+        """Re-dispatch an item a lost worker held, unless it was re-dispatched (or settled) since: its new token,
+        0 if nothing was to do, -1 if dead-lettered."""
+        message = f"it was re-dispatched {max_dispatches} times (lost workers, leases); dead-lettered"
+        now = time.time()
+        args: list[Any] = [held.item_id, repr(now), repr(now + lease_s), max_dispatches, message, held.token]
+        return int(self.scripts.reap(keys=JobKeys.of(held.job_id).settle, args=[*args, "WorkerLost"]))
 
     def republish_pending(self, job_id: str, lease_s: float) -> list[tuple[str, int]]:
         keys = JobKeys.of(job_id)

@@ -39,7 +39,7 @@ def crash(self: Task, job_id: str, item_id: str) -> None:
     """Runs in the worker (imported with --include): a stage that kills the worker process."""
     from workers.tasks import _guarded
 
-    _guarded(self, job_id, item_id, lambda ctx, entry: os._exit(1))
+    _guarded(self, job_id, item_id, None, lambda ctx, entry: os._exit(1))
 
 
 def cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:

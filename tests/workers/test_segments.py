@@ -56,11 +56,21 @@ def test_bad_arguments() -> None:
 
 def test_fan_in_fires_once_when_the_last_segment_lands(redis_client: redis.Redis) -> None:
     results = SegmentResults(redis_client)
-    assert not results.store("j", "item", 1, 3, {"samples": [1]})
-    assert not results.store("j", "item", 1, 3, {"samples": [1]})  # a duplicate delivery
-    assert not results.store("j", "item", 0, 3, {"samples": [0]})
-    assert results.store("j", "item", 2, 3, {"samples": [2]})
-    assert not results.store("j", "item", 2, 3, {"samples": [2]})  # completes only once
-    assert [r["samples"] for r in results.collect("j", "item")] == [[0], [1], [2]]
-    results.reset("j", "item")
-    assert results.collect("j", "item") == []
+    assert not results.store("j", "item", 1, 1, 3, {"samples": [1]})
+    assert not results.store("j", "item", 1, 1, 3, {"samples": [1]})  # a duplicate delivery
+    assert not results.store("j", "item", 1, 0, 3, {"samples": [0]})
+    assert results.store("j", "item", 1, 2, 3, {"samples": [2]})
+    assert not results.store("j", "item", 1, 2, 3, {"samples": [2]})  # completes only once
+    assert [r["samples"] for r in results.collect("j", "item", 1)] == [[0], [1], [2]]
+    results.reset("j", "item", 1)
+    assert results.collect("j", "item", 1) == []
+
+
+def test_a_superseded_dispatch_never_completes_a_newer_ones_set(redis_client: redis.Redis) -> None:
+    results = SegmentResults(redis_client)
+    assert not results.store("j", "item", 2, 0, 2, {"samples": [0]})
+    # the first dispatch's late segments (its worker was declared lost) complete only their own set
+    assert not results.store("j", "item", 1, 1, 2, {"samples": ["old"]})
+    assert results.store("j", "item", 1, 0, 2, {"samples": ["old"]})
+    assert results.store("j", "item", 2, 1, 2, {"samples": [1]})
+    assert [r["samples"] for r in results.collect("j", "item", 2)] == [[0], [1]]

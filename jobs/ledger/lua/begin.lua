@@ -1,11 +1,13 @@
 -- KEYS: inflight, job, failed, leases, errors, results, at; ARGV: item, task id, lease deadline, crash limit,
--- message, stage ('' = leave). One task of the item begins: renews the lease, counts the delivery, notes the
+-- message, stage ('' = leave), the message's dispatch token ('' = any). One task of the item begins: renews the lease, counts the delivery, notes the
 -- stage. A task id still open from an earlier delivery means that delivery killed its worker (a finished task closes itself); after `crash limit` such
--- deliveries the item is dead-lettered instead of looping. Returns deliveries, 0 if not in flight, -1 if dead.
+-- deliveries the item is dead-lettered instead of looping. A message of a superseded dispatch (its item was
+-- re-dispatched since) changes nothing. Returns deliveries, 0 if not in flight or stale, -1 if dead.
 local item = ARGV[1]
 local raw = redis.call('HGET', KEYS[1], item)
 if not raw then return 0 end
 local rec = cjson.decode(raw)
+if ARGV[7] and ARGV[7] ~= '' and tonumber(ARGV[7]) ~= (rec['token'] or 1) then return 0 end
 if type(rec['open']) ~= 'table' then rec['open'] = {} end
 rec['deliveries'] = (rec['deliveries'] or 0) + 1
 if rec['open'][ARGV[2]] then rec['crashes'] = (rec['crashes'] or 0) + 1 end

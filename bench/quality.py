@@ -879,7 +879,8 @@ def main() -> int:
     missing = missing_sources(halves)
     if missing:
         print(
-            f"missing real media {missing}: run .venv/bin/python -m tests.fetch_real_media", file=sys.stderr
+            f"missing real media {missing}: run .venv/bin/python -m devtools.fetch_real_media",
+            file=sys.stderr,
         )
         return 2
     started = time.perf_counter()

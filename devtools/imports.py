@@ -1,7 +1,7 @@
-"""The import graph of reelgen's packages, checked against the declared layer order (docs/architecture.md).
+"""The import graph of reelgen's folders and modules, checked against the declared layers (docs/architecture.md).
 
-`python -m devtools.imports` prints the package-level edges, the import cycles, every import that points up a
-layer, and the largest modules; `--check` exits 1 when there is a cycle or an upward import, which is what
+`python -m devtools.imports` prints the folder-level edges, the import cycles, every import that points up a
+layer or crosses a forbidden line, and the largest modules; `--check` exits 1 on any of these, which is what
 tests/devtools/test_layering.py asserts on the real tree. Every import counts: those inside functions and under
 `if TYPE_CHECKING` too, since a lazy import is still a dependency the reader must carry.
 """
@@ -16,26 +16,42 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-#: the packages the graph covers; tests, bench and docs sit outside it and may import anything
-PACKAGES = ("reelgen", "storage", "gpu_service", "monitoring", "workers", "jobs", "devtools")
+#: The top-level folders, lowest first. Each is one layer: it imports only itself and the folders before it.
+#: Tests, bench and docs sit outside the graph; they may import any folder, but no test module.
+FOLDERS = ("core", "monitoring", "storage", "gpu_service", "jobs", "workers", "reelgen", "devtools")
 
-#: The layers, lowest first: a module may import its own layer and those below, never one above. A module
-#: belongs to the layer of the longest prefix that names it.
+#: The module layers, lowest first: the folders' order, refined inside `workers/` (each sub-package imports only
+#: those before it). A module belongs to the layer of the longest prefix that names it.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("core", ("reelgen",)),
-    ("services", ("storage", "gpu_service", "monitoring")),
-    ("media", ("workers",)),
-    ("orchestration", ("jobs", "monitoring.report")),
+    ("core", ("core",)),
+    ("observability", ("monitoring",)),
+    ("storage", ("storage",)),
+    ("inference", ("gpu_service",)),
+    ("orchestration", ("jobs",)),
+    ("geometry", ("workers", "workers.geometry")),
+    ("media", ("workers.media",)),
+    ("analysis", ("workers.analysis",)),
+    ("text", ("workers.text",)),
+    ("framing", ("workers.framing",)),
+    ("pipeline", ("workers.pipeline", "workers.stage_state")),
     ("tasks", ("workers.tasks", "workers.fanin")),
-    ("entry points", ("jobs.cli", "jobs.cli_args", "monitoring.flower", "devtools")),
+    ("entry points", ("reelgen",)),
+    ("developer tools", ("devtools",)),
 )
 
-#: Modules kept at their old name after a move, for callers outside the packages (tests, benchmarks, queued
-#: work): a shim may import only its new home, and no module in the packages may import a shim.
-SHIMS: dict[str, str] = {"jobs.sample_catalog": "devtools.sample_catalog"}
+#: Lower layers that a layer may still not import: the media stages and their pipeline stay plain functions,
+#: free of Celery and the ledger, which only the tasks wrap them in.
+FORBIDDEN: tuple[tuple[str, str], ...] = tuple(
+    (stage, "orchestration") for stage in ("geometry", "media", "analysis", "text", "framing", "pipeline")
+)
 
-#: modules longer than this state at their top why they are not split
+#: modules longer than this state at their top why they are not split ("Kept whole: ...")
 LONG_MODULE = 400
+#: no module is longer than this, whatever its reason, but those named here with why
+TOO_LONG = 700
+TOO_LONG_PENDING: Mapping[str, str] = {
+    "workers.analysis.localise": "a cascade of rules that its redesign as one model replaces whole",
+}
 
 
 @dataclass(frozen=True)
@@ -59,7 +75,7 @@ def module_name(root: Path, path: Path) -> str:
     return ".".join(parts)
 
 
-def find_modules(root: Path, packages: Sequence[str] = PACKAGES) -> dict[str, Module]:
+def find_modules(root: Path, packages: Sequence[str] = FOLDERS) -> dict[str, Module]:
     modules: dict[str, Module] = {}
     for package in packages:
         for path in sorted((root / package).rglob("*.py")):
@@ -105,7 +121,7 @@ def imports_of(source: str, text: str, is_package: bool, known: Iterable[str]) -
     return sorted(set(found), key=lambda i: (i.line, i.target))
 
 
-def collect(root: Path, packages: Sequence[str] = PACKAGES) -> tuple[dict[str, Module], list[Import]]:
+def collect(root: Path, packages: Sequence[str] = FOLDERS) -> tuple[dict[str, Module], list[Import]]:
     modules = find_modules(root, packages)
     edges: list[Import] = []
     for module in modules.values():
@@ -125,16 +141,12 @@ def layer_of(module: str, layers: Sequence[tuple[str, tuple[str, ...]]] = LAYERS
     return rank
 
 
-def upward(
-    edges: Iterable[Import],
-    layers: Sequence[tuple[str, tuple[str, ...]]] = LAYERS,
-    shims: Mapping[str, str] = SHIMS,
-) -> list[Import]:
-    return [
-        e
-        for e in edges
-        if layer_of(e.target, layers) > layer_of(e.source, layers) and shims.get(e.source) != e.target
-    ]
+def folder_of(module: str) -> str:
+    return module.split(".")[0]
+
+
+def upward(edges: Iterable[Import], layers: Sequence[tuple[str, tuple[str, ...]]] = LAYERS) -> list[Import]:
+    return [e for e in edges if layer_of(e.target, layers) > layer_of(e.source, layers)]
 
 
 def cycles(graph: Mapping[str, Iterable[str]]) -> list[list[str]]:
@@ -182,85 +194,125 @@ def module_graph(edges: Iterable[Import]) -> dict[str, set[str]]:
     return graph
 
 
-def unit_of(module: str, layers: Sequence[tuple[str, tuple[str, ...]]] = LAYERS) -> str:
-    """A package split over layers counts once per layer ('monitoring@services'), so that a package's exporters
-    and its reports are separate units in the package graph."""
-    return f"{module.split('.')[0]}@{layers[layer_of(module, layers)][0]}"
-
-
-def package_graph(
-    edges: Iterable[Import], layers: Sequence[tuple[str, tuple[str, ...]]] = LAYERS
-) -> dict[tuple[str, str], int]:
+def folder_graph(edges: Iterable[Import]) -> dict[tuple[str, str], int]:
+    """How many imports go from each top-level folder to each other one."""
     counts: dict[tuple[str, str], int] = defaultdict(int)
     for edge in edges:
-        pair = (unit_of(edge.source, layers), unit_of(edge.target, layers))
+        pair = (folder_of(edge.source), folder_of(edge.target))
         if pair[0] != pair[1]:
             counts[pair] += 1
     return dict(counts)
+
+
+def misordered_layers(
+    layers: Sequence[tuple[str, tuple[str, ...]]] = LAYERS, folders: Sequence[str] = FOLDERS
+) -> list[str]:
+    """Layers whose modules are not in the folder order: a layer refines the folders, so walking the layers
+    upwards never steps back to a lower folder."""
+    wrong, highest = [], 0
+    for name, prefixes in layers:
+        for prefix in prefixes:
+            rank = folders.index(folder_of(prefix))
+            if rank < highest:
+                wrong.append(f"layer order: {name} ({prefix}) lies in a folder below an earlier layer's")
+            highest = max(highest, rank)
+    return wrong
 
 
 def problems(
     modules: Mapping[str, Module],
     edges: Sequence[Import],
     layers: Sequence[tuple[str, tuple[str, ...]]] = LAYERS,
-    shims: Mapping[str, str] = SHIMS,
+    folders: Sequence[str] = FOLDERS,
+    forbidden: Sequence[tuple[str, str]] = FORBIDDEN,
 ) -> list[str]:
-    """What breaks the layering, one line each: upward imports, imports of shims, module cycles, package
-    cycles. A shim's own import of its new home is none of these."""
-    lines = [
-        f"upward: {e.source}:{e.line} imports {e.target} "
-        f"({layers[layer_of(e.source, layers)][0]} -> {layers[layer_of(e.target, layers)][0]})"
-        for e in upward(edges, layers, shims)
-    ]
+    """What breaks the layering, one line each: upward imports between modules and between folders, forbidden
+    imports, module cycles, folder cycles."""
+    names = [name for name, _ in layers]
+    lines = misordered_layers(layers, folders)
     lines += [
-        f"shim: {e.source}:{e.line} imports {e.target}, moved to {shims[e.target]}"
-        for e in edges
-        if e.target in shims
+        f"upward: {e.source}:{e.line} imports {e.target} "
+        f"({names[layer_of(e.source, layers)]} -> {names[layer_of(e.target, layers)]})"
+        for e in upward(edges, layers)
     ]
-    edges = [e for e in edges if e.source not in shims]
+    banned = set(forbidden)
+    lines += [
+        f"forbidden: {e.source}:{e.line} imports {e.target} "
+        f"({names[layer_of(e.source, layers)]} may not know {names[layer_of(e.target, layers)]})"
+        for e in edges
+        if (names[layer_of(e.source, layers)], names[layer_of(e.target, layers)]) in banned
+    ]
+    graph = folder_graph(edges)
+    lines += [
+        f"upward folder: {source} imports {target} ({count} imports)"
+        for (source, target), count in sorted(graph.items())
+        if folders.index(target) > folders.index(source)
+    ]
     lines += [f"module cycle: {' <-> '.join(c)}" for c in cycles(module_graph(edges))]
     units: dict[str, set[str]] = defaultdict(set)
-    for source, target in package_graph(edges, layers):
+    for source, target in graph:
         units[source].add(target)
-    lines += [f"package cycle: {' <-> '.join(c)}" for c in cycles(units)]
+    lines += [f"folder cycle: {' <-> '.join(c)}" for c in cycles(units)]
     return lines
 
 
-def unexplained_long_modules(modules: Mapping[str, Module], limit: int = LONG_MODULE) -> list[Module]:
-    """Modules over `limit` lines whose docstring does not say why they are kept whole ("Kept whole: ...")."""
-    long = (m for m in modules.values() if m.lines > limit)
-    unexplained = [
-        m for m in long if "Kept whole:" not in (ast.get_docstring(ast.parse(m.path.read_text())) or "")
-    ]
-    return sorted(unexplained, key=lambda m: -m.lines)
+def reason(module: Module) -> str:
+    """The line of the module's docstring that says why it is kept whole, from "Kept whole:" on, or ""."""
+    doc = ast.get_docstring(ast.parse(module.path.read_text(encoding="utf-8"))) or ""
+    for line in doc.splitlines():
+        if "Kept whole:" in line:
+            return line[line.index("Kept whole:") :]
+    return ""
+
+
+def size_problems(
+    modules: Mapping[str, Module],
+    limit: int = LONG_MODULE,
+    ceiling: int = TOO_LONG,
+    pending: Mapping[str, str] = TOO_LONG_PENDING,
+) -> list[str]:
+    """Modules over `limit` lines whose docstring does not say why they are kept whole, and modules over
+    `ceiling` lines; a module `pending` names (with what replaces it) is neither."""
+    lines = []
+    for m in sorted(modules.values(), key=lambda m: -m.lines):
+        if m.name in pending:
+            continue
+        if m.lines > ceiling:
+            lines.append(f"too long: {m.name} has {m.lines} lines (at most {ceiling})")
+        elif m.lines > limit and not reason(m):
+            lines.append(f"no reason: {m.name} has {m.lines} lines and no 'Kept whole:' in its docstring")
+    return lines
 
 
 def report(root: Path, top: int = 12) -> tuple[str, int]:
     modules, edges = collect(root)
-    out = ["layers, lowest first:"]
+    out = ["folders, lowest first: " + " < ".join(FOLDERS), "layers, lowest first:"]
     out += [f"  {i} {name}: {', '.join(prefixes)}" for i, (name, prefixes) in enumerate(LAYERS)]
-    out.append("package edges (imports):")
-    out += [f"  {s} -> {t} ({n})" for (s, t), n in sorted(package_graph(edges).items())]
+    out.append("folder edges (imports):")
+    out += [f"  {s} -> {t} ({n})" for (s, t), n in sorted(folder_graph(edges).items())]
     found = problems(modules, edges)
-    n_up = sum(line.startswith("upward") for line in found)
-    n_shim = sum(line.startswith("shim") for line in found)
-    out.append(f"cycles: {len(found) - n_up - n_shim}, upward imports: {n_up}, imports of shims: {n_shim}")
-    out.append(f"shims: {', '.join(f'{old} -> {new}' for old, new in SHIMS.items()) or 'none'}")
+    n_cycles = sum("cycle" in line for line in found)
+    out.append(f"cycles: {n_cycles}, upward or forbidden imports: {len(found) - n_cycles}")
     out += [f"  {line}" for line in found]
+    out.append(f"modules over {LONG_MODULE} lines, with their reasons:")
+    long = sorted((m for m in modules.values() if m.lines > LONG_MODULE), key=lambda m: -m.lines)
+    out += [f"  {m.lines:5d} {m.name}: {reason(m) or TOO_LONG_PENDING.get(m.name, '(none)')}" for m in long]
+    sizes = size_problems(modules)
+    out += [f"  {line}" for line in sizes]
     out.append("largest modules:")
-    by_size = sorted(modules.values(), key=lambda m: -m.lines)[:top]
-    out += [f"  {m.lines:5d} {m.name}" for m in by_size]
-    unexplained = unexplained_long_modules(modules)
-    out.append(f"over {LONG_MODULE} lines without 'Kept whole:' at their top: {len(unexplained)}")
-    out += [f"  {m.lines:5d} {m.name}" for m in unexplained]
-    return "\n".join(out), len(found)
+    out += [f"  {m.lines:5d} {m.name}" for m in sorted(modules.values(), key=lambda m: -m.lines)[:top]]
+    return "\n".join(out), len(found) + len(sizes)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m devtools.imports", description=__doc__.splitlines()[0])
     parser.add_argument("--root", type=Path, default=Path(__file__).resolve().parents[1])
     parser.add_argument("--top", type=int, default=12, help="how many of the largest modules to list")
-    parser.add_argument("--check", action="store_true", help="exit 1 on any cycle or upward import")
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="exit 1 on any cycle, upward or forbidden import, or unexplained long module",
+    )
     args = parser.parse_args(argv)
     text, count = report(args.root, args.top)
     print(text)

@@ -18,6 +18,7 @@ WORKDIR /src
 COPY requirements.lock ./
 RUN /opt/reelgen/bin/pip install --require-hashes --no-deps -r requirements.lock
 COPY pyproject.toml README.md ./
+COPY core core
 COPY reelgen reelgen
 COPY jobs jobs
 COPY workers workers

@@ -23,6 +23,7 @@ RUN /opt/reelgen/bin/pip install --require-hashes --no-deps -r requirements.lock
 ARG NVIDIA_ML_PY_VERSION=13.615.71
 RUN /opt/reelgen/bin/pip install --no-deps "nvidia-ml-py==${NVIDIA_ML_PY_VERSION}"
 COPY pyproject.toml README.md ./
+COPY core core
 COPY reelgen reelgen
 COPY jobs jobs
 COPY workers workers

@@ -4,8 +4,8 @@ through shared memory.
 Importing this package (or its client) never imports torch; only the daemon and the model registry do.
 """
 
+from core.daemon_settings import DaemonSettings
 from gpu_service.client import InferenceClient
 from gpu_service.priority import PriorityKey
-from reelgen.daemon_settings import DaemonSettings
 
 __all__ = ["DaemonSettings", "InferenceClient", "PriorityKey"]

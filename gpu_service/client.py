@@ -22,10 +22,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from core.errors import DaemonUnavailable, InferenceError, InferenceRejected
 from gpu_service import protocol
 from gpu_service.priority import PriorityKey
 from gpu_service.shm import Segment, align
-from reelgen.errors import DaemonUnavailable, InferenceError, InferenceRejected
 
 __all__ = ["InferenceClient", "PriorityKey"]
 

@@ -20,11 +20,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from core.daemon_settings import DaemonSettings, MiB
+from core.errors import ConfigError
+from core.processes import exit_with_parent
 from gpu_service.server import Daemon
 from monitoring.logging_setup import FORMATS, resolve_format, setup_logging
-from reelgen.daemon_settings import DaemonSettings, MiB
-from reelgen.errors import ConfigError
-from reelgen.processes import exit_with_parent
 
 log = logging.getLogger("gpu_service.daemon")
 # Start-up and stop are announced whatever --log-level says: supervisors and operators wait for "ready".

@@ -10,9 +10,9 @@ from typing import Any
 import numpy as np
 import torch
 
+from core.daemon_settings import DaemonSettings
+from core.errors import ConfigError
 from gpu_service.shm import Segment
-from reelgen.daemon_settings import DaemonSettings
-from reelgen.errors import ConfigError
 
 PinnedView = np.ndarray[Any, np.dtype[np.uint8]]
 

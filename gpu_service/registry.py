@@ -35,8 +35,8 @@ from urllib.parse import unquote, urlparse
 import torch
 from torch import Tensor, nn
 
-from reelgen.digests import file_digest
-from reelgen.errors import ConfigError
+from core.digests import file_digest
+from core.errors import ConfigError
 
 BUILTIN_MODULES = (
     "gpu_service.models.basic",

@@ -39,6 +39,9 @@ from typing import Any
 import numpy as np
 import torch
 
+from core.daemon_settings import DaemonSettings
+from core.errors import ConfigError
+from core.private import owner_only_umask, private_dir
 from gpu_service import protocol, registry
 from gpu_service.device import (
     PinnedView,
@@ -53,9 +56,6 @@ from gpu_service.metrics import DaemonMetrics
 from gpu_service.priority import PriorityKey
 from gpu_service.scheduler import Batch, Pending, Scheduler
 from gpu_service.shm import PAGE, Grant, Segment, SlotError, SlotPool, SlotState, align, sweep_stale
-from reelgen.daemon_settings import DaemonSettings
-from reelgen.errors import ConfigError
-from reelgen.private import owner_only_umask, private_dir
 
 log = logging.getLogger("gpu_service.daemon")
 

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from reelgen.errors import ConfigError
+from core.errors import ConfigError
 
 SHM_DIR = Path("/dev/shm")
 PREFIX = "reelgen-gpu"

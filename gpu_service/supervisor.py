@@ -12,10 +12,10 @@ import time
 from pathlib import Path
 from types import TracebackType
 
+from core.daemon_settings import DaemonSettings
+from core.errors import DaemonUnavailable
+from core.processes import ChildProcess
 from gpu_service.client import ping_or_none
-from reelgen.daemon_settings import DaemonSettings
-from reelgen.errors import DaemonUnavailable
-from reelgen.processes import ChildProcess
 
 log = logging.getLogger(__name__)
 

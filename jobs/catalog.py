@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any, BinaryIO, ClassVar
 from urllib.parse import urlparse
 
-from reelgen.catalog_entry import CatalogEntry
-from reelgen.errors import BadCatalogLine, BadItemId, CatalogError, ReelgenError
-from reelgen.names import did_you_mean, nearest, shown
-from reelgen.settings import SourcePolicy
-from reelgen.text import printable
+from core.catalog_entry import CatalogEntry
+from core.errors import BadCatalogLine, BadItemId, CatalogError, ReelgenError
+from core.names import did_you_mean, nearest, shown
+from core.settings import SourcePolicy
+from core.text import printable
 from storage.sources import SourceGuard
 
 log = logging.getLogger(__name__)

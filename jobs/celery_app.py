@@ -14,15 +14,15 @@ from celery import Celery
 from celery.signals import after_setup_logger, after_setup_task_logger, worker_init
 from kombu.exceptions import OperationalError
 
+from core.errors import ConfigError
+from core.processes import exit_with_parent
+from core.settings import Settings, load_settings
 from jobs import prefork  # noqa: F401  (connects its signal receiver)
 from jobs.cron import beat_schedule
 from jobs.heartbeat import Heartbeat
 from jobs.queues import PRIORITIES, QUEUE, SEP, TASK_MODULES
 from jobs.worker_shutdown import StopIdlePoolPromptly, WakeOnShutdown
 from monitoring.logging_setup import prepare_handler
-from reelgen.errors import ConfigError
-from reelgen.processes import exit_with_parent
-from reelgen.settings import Settings, load_settings
 
 BROKER_POLL_S = 0.25
 

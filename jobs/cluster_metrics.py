@@ -15,11 +15,11 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from core.errors import ConfigError
+from core.settings import Settings
 from jobs.ledger import JobState, Ledger
 from jobs.queues import QUEUE, UNACKED_KEY, queue_keys
 from monitoring.exporter import HealthCheck, MetricsServer
-from reelgen.errors import ConfigError
-from reelgen.settings import Settings
 
 log = logging.getLogger(__name__)
 

@@ -6,9 +6,9 @@ from datetime import UTC, datetime, timedelta
 
 from celery.schedules import crontab
 
+from core.errors import ConfigError
+from core.settings import Settings
 from jobs.queues import NIGHTLY_TASK
-from reelgen.errors import ConfigError
-from reelgen.settings import Settings
 
 SCHEDULE_NAME = "nightly"
 

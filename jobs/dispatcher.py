@@ -24,15 +24,15 @@ from collections.abc import Callable
 
 from celery import Celery
 
+from core.errors import JobNotFound, ReelgenError
+from core.settings import Settings
+from core.text import printable
 from jobs.celery_app import REDIS_UNAVAILABLE
 from jobs.feed import JobFeed
 from jobs.ledger import JobState, Ledger
 from jobs.ledger.keys import JobKeys
 from jobs.reaper import LostWorkers, Reaper
 from monitoring.logging_setup import log_context
-from reelgen.errors import JobNotFound, ReelgenError
-from reelgen.settings import Settings
-from reelgen.text import printable
 from storage.store import ObjectStore, open_store
 
 log = logging.getLogger(__name__)

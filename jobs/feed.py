@@ -22,15 +22,15 @@ from typing import Any
 
 from celery import Celery
 
+from core.catalog_entry import CatalogEntry
+from core.errors import DuplicateItemId
+from core.settings import Settings
 from jobs.catalog import BadLine, line_key, read_catalog
 from jobs.fingerprints import FingerprintSet, fingerprint
 from jobs.ledger import JobKind, JobRecord, Ledger
 from jobs.queues import PREPARE_TASK, PRIORITY_PREPARE, QUEUE
 from jobs.results_index import DoneCheck, IndexWriter, report_gone
 from jobs.submit import source_policy
-from reelgen.catalog_entry import CatalogEntry
-from reelgen.errors import DuplicateItemId
-from reelgen.settings import Settings
 from storage.store import ObjectStore
 from storage.uri import Scheme, parse_uri
 

@@ -27,9 +27,9 @@ from celery import bootsteps
 from celery.signals import task_received
 from celery.worker import state as worker_state
 
+from core.settings import load_settings
 from jobs.ledger.workers import HeldMessage, WorkerRegistry
 from jobs.queues import message_item
-from reelgen.settings import load_settings
 
 log = logging.getLogger(__name__)
 

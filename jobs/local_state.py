@@ -20,12 +20,12 @@ from pathlib import Path
 import redis
 from pydantic import SecretStr
 
+from core.errors import ConfigError
+from core.private import private_dir
+from core.settings import Settings
 from jobs.ledger import Ledger
 from jobs.preflight import check_redis
 from jobs.redis_server import EmbeddedRedis, serving
-from reelgen.errors import ConfigError
-from reelgen.private import private_dir
-from reelgen.settings import Settings
 
 log = logging.getLogger(__name__)
 

@@ -13,10 +13,10 @@ from itertools import islice
 
 import redis
 
+from core.errors import CatalogError, ConfigError, ReelgenError
+from core.settings import Settings, SourcePolicy
+from core.text import printable
 from jobs.catalog import read_catalog
-from reelgen.errors import CatalogError, ConfigError, ReelgenError
-from reelgen.settings import Settings, SourcePolicy
-from reelgen.text import printable
 from storage.s3 import S3Store, make_client
 from storage.store import ObjectStore, open_store, process_tag
 from storage.uri import Scheme, parse_uri

@@ -18,11 +18,11 @@ import time
 
 from celery import Celery
 
+from core.errors import JobNotFound
+from core.settings import Settings
 from jobs.feed import publish
 from jobs.ledger import JobRecord, Ledger
 from jobs.ledger.workers import HeldMessage, WorkerRegistry
-from reelgen.errors import JobNotFound
-from reelgen.settings import Settings
 
 log = logging.getLogger(__name__)
 

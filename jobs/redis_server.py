@@ -20,8 +20,8 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from reelgen.errors import ConfigError
-from reelgen.private import owner_only_umask, private_dir
+from core.errors import ConfigError
+from core.private import owner_only_umask, private_dir
 
 log = logging.getLogger(__name__)
 

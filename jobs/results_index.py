@@ -22,9 +22,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from core.catalog_entry import CatalogEntry
 from jobs.fingerprints import FingerprintSet, fingerprint
 from jobs.ledger import Ledger, Reprocess
-from reelgen.catalog_entry import CatalogEntry
 from storage.manifest import is_done, manifest_key
 from storage.store import LocalStore, ObjectStore
 

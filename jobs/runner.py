@@ -19,6 +19,12 @@ from typing import TextIO
 import redis
 from pydantic import SecretStr
 
+from core.daemon_settings import DaemonSettings
+from core.errors import ReelgenError
+from core.private import private_dir
+from core.processes import terminate
+from core.settings import Settings
+from core.text import printable
 from gpu_service.supervisor import DaemonProcess
 from gpu_service.usage import DaemonUsage, read_usage
 from jobs.celery_app import app, configure
@@ -29,12 +35,6 @@ from jobs.preflight import check_job, check_redis, check_store
 from jobs.submit import submit_catalog_job, submit_retry
 from jobs.worker_pool import WorkerPool
 from monitoring.progress import ProgressDisplay, Snapshot
-from reelgen.daemon_settings import DaemonSettings
-from reelgen.errors import ReelgenError
-from reelgen.private import private_dir
-from reelgen.processes import terminate
-from reelgen.settings import Settings
-from reelgen.text import printable
 from storage.store import ObjectStore, open_store
 
 log = logging.getLogger(__name__)

@@ -14,13 +14,13 @@ from datetime import UTC, datetime
 
 import redis
 
+from core.errors import ConfigError
+from core.settings import Settings, load_settings
 from jobs.celery_app import app
 from jobs.cron import SCHEDULE_NAME, last_fire, parse_cron
 from jobs.ledger import JobKind, JobRecord, Ledger, Reprocess
 from jobs.queues import NIGHTLY_TASK
 from jobs.submit import submit_catalog_job
-from reelgen.errors import ConfigError
-from reelgen.settings import Settings, load_settings
 
 log = logging.getLogger(__name__)
 

@@ -26,11 +26,11 @@ from typing import Any, ClassVar
 import redis
 from celery import Celery, bootsteps
 
+from core.errors import ConfigError
+from core.settings import Settings
 from jobs.ledger import Ledger
 from monitoring.exporter import HealthCheck, MetricsServer
 from monitoring.logging_setup import signal_safe_line
-from reelgen.errors import ConfigError
-from reelgen.settings import Settings
 
 log = logging.getLogger(__name__)
 

@@ -10,10 +10,10 @@ from typing import Any
 import redis
 from celery import Celery
 
+from core.text import printable
 from jobs.ledger import JobRecord, JobState, Ledger
 from jobs.queues import PRIORITY_PREPARE, PRIORITY_RENDER, PRIORITY_SAMPLE, PRIORITY_SELECT, QUEUE
 from monitoring.progress import STAGE_LABELS, format_duration
-from reelgen.text import printable
 
 #: the broker's priority lists, by the stage whose messages wait there (prepare: one list per priority class)
 _STAGE_PRIORITIES = {

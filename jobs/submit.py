@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+from core.errors import CatalogError, ConfigError
+from core.settings import Settings, SourcePolicy
 from jobs.ledger import JobKind, JobRecord, Ledger, Reprocess
-from reelgen.errors import CatalogError, ConfigError
-from reelgen.settings import Settings, SourcePolicy
 from storage.store import open_store
 from storage.uri import Scheme, parse_uri
 
@@ -126,10 +126,10 @@ def submit_retry(
 
 def plan_catalog(settings: Settings, catalog: str, reprocess: Reprocess, page: int = 1000) -> Counter[str]:
     """What a catalog job would do, without registering it: counts of process / skip / bad (a dry run)."""
+    from core.catalog_entry import CatalogEntry
     from jobs.catalog import BadLine, read_catalog
     from jobs.fingerprints import FingerprintSet, fingerprint
     from jobs.results_index import DoneCheck
-    from reelgen.catalog_entry import CatalogEntry
 
     ref, _total = catalog_ref(catalog)
     check = DoneCheck(

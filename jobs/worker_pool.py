@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 from types import TracebackType
 
+from core.processes import ChildProcess
 from jobs.queues import QUEUE
-from reelgen.processes import ChildProcess
 
 log = logging.getLogger(__name__)
 

@@ -25,9 +25,9 @@ from typing import Literal, TextIO
 
 from pythonjsonlogger.json import JsonFormatter
 
+from core.errors import ConfigError
+from core.text import printable
 from monitoring.logs import PrintableRecords
-from reelgen.errors import ConfigError
-from reelgen.text import printable
 
 LogFormat = Literal["text", "json"]
 FORMATS: tuple[LogFormat, ...] = ("text", "json")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import traceback
 
-from reelgen.text import printable
+from core.text import printable
 
 
 def _traceback(error: BaseException) -> str:

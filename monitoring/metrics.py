@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.multiprocess import MultiProcessCollector
 
+from core.errors import ConfigError
 from monitoring.exporter import HealthCheck, MetricsServer
-from reelgen.errors import ConfigError
 
 if TYPE_CHECKING:
     pass

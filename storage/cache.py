@@ -6,7 +6,7 @@ Layout under root:
     locks/<sha256(key)>.lock       the entry's flock file, apart from data so a rename never swaps its inode
     evict.lock                     one eviction pass at a time
 
-Folders are created 0700 and files 0600 (reelgen/private.py): the entries are sellers' media, not for other users
+Folders are created 0700 and files 0600 (core/private.py): the entries are sellers' media, not for other users
 of the node.
 
 An entry's name carries no extension from its URI: a name is something a decoder may go by (a source URI
@@ -34,8 +34,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from reelgen.errors import ConfigError
-from reelgen.private import private_dir
+from core.errors import ConfigError
+from core.private import private_dir
 
 _PART = ".part"
 

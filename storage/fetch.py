@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from reelgen.errors import (
+from core.errors import (
     ForbiddenSource,
     SourceNotFound,
     SourceTooLarge,
@@ -47,7 +47,7 @@ log = logging.getLogger(__name__)
 
 
 class FetchSettings(Protocol):
-    """The settings a Fetcher reads, and nothing else of the application's (reelgen.settings.Settings has them)."""
+    """The settings a Fetcher reads, and nothing else of the application's (core.settings.Settings has them)."""
 
     @property
     def resolved_cache_dir(self) -> Path: ...

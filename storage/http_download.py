@@ -23,14 +23,14 @@ from urllib.parse import urljoin, urlparse
 import requests
 from urllib3.exceptions import HTTPError
 
-from reelgen.errors import (
+from core.errors import (
     HostBusy,
     SourceNotFound,
     SourceTooLarge,
     SourceTooSlow,
     SourceUnreachable,
 )
-from reelgen.private import private_dir
+from core.private import private_dir
 from storage.addresses import AddressPolicy, guarded_adapter, scrubbed, shown
 
 log = logging.getLogger(__name__)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from reelgen.errors import StorageError
+from core.errors import StorageError
 
 
 def check_key(key: str) -> str:

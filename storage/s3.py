@@ -22,7 +22,7 @@ from boto3.s3.transfer import TransferConfig
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from reelgen.errors import SourceNotFound, SourceTooLarge, SourceTooSlow, SourceUnreachable, StorageError
+from core.errors import SourceNotFound, SourceTooLarge, SourceTooSlow, SourceUnreachable, StorageError
 from storage.keys import check_key
 
 MULTIPART_THRESHOLD = 16 * 2**20

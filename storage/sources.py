@@ -13,8 +13,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from reelgen.errors import ForbiddenSource
-from reelgen.settings import SourcePolicy
+from core.errors import ForbiddenSource
+from core.settings import SourcePolicy
 from storage.uri import Scheme, parse_uri
 
 

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
-from reelgen.errors import StorageError
+from core.errors import StorageError
 from storage.keys import check_key
 from storage.uri import Scheme, Uri, parse_uri
 

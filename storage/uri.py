@@ -7,7 +7,7 @@ from enum import StrEnum
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-from reelgen.errors import ForbiddenSource
+from core.errors import ForbiddenSource
 
 
 class Scheme(StrEnum):

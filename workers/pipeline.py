@@ -29,11 +29,11 @@ import cv2
 import numpy as np
 import PIL.Image
 
+from core import PIPELINE_VERSION, __version__
+from core.catalog_entry import CatalogEntry
+from core.errors import DiskFull, ImageError
+from core.settings import OutputConfig, Settings
 from gpu_service.priority import PriorityKey
-from reelgen import PIPELINE_VERSION, __version__
-from reelgen.catalog_entry import CatalogEntry
-from reelgen.errors import DiskFull, ImageError
-from reelgen.settings import OutputConfig, Settings
 from storage.addresses import shown
 from storage.manifest import ClipRecord, ItemManifest, WindowRecord, clip_key, manifest_key, write_manifest
 from storage.store import ObjectStore, left_by_dead_process, process_tag

@@ -16,7 +16,7 @@ from typing import Any
 import av
 import av.error
 
-from reelgen.errors import ReelgenError
+from core.errors import ReelgenError
 from workers.render import output_rate
 from workers.video import VideoSource, open_media
 

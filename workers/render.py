@@ -27,7 +27,7 @@ import av.error
 import cv2
 import numpy as np
 
-from reelgen.errors import DiskFull, ReelgenError, RenderError, UnreadableVideo
+from core.errors import DiskFull, ReelgenError, RenderError, UnreadableVideo
 from workers.geometry import CropRect
 from workers.video import ColourTags, MediaLimits, Timing, VideoSource, open_media, quarter_turns
 

@@ -16,8 +16,8 @@ import cv2
 import numpy as np
 import numpy.typing as npt
 
+from core.errors import ConfigError
 from gpu_service.priority import PriorityKey
-from reelgen.errors import ConfigError
 
 ANALYSIS_WIDTH = 384
 # the analysed picture's long side at most: a 9:16 picture at ANALYSIS_WIDTH, so taller ones are narrower

@@ -22,6 +22,9 @@ from celery import Task
 from celery.exceptions import Ignore, Retry, SoftTimeLimitExceeded
 from celery.signals import worker_process_init
 
+from core.catalog_entry import CatalogEntry
+from core.errors import InternalError, ItemTimeout, ReelgenError
+from core.settings import OutputConfig, Settings, load_settings
 from gpu_service.client import InferenceClient
 from gpu_service.priority import PriorityKey
 from jobs.celery_app import REDIS_UNAVAILABLE, app
@@ -38,9 +41,6 @@ from jobs.queues import (
 )
 from monitoring.logging_setup import log_context
 from monitoring.metrics import count_item, observe_stage
-from reelgen.catalog_entry import CatalogEntry
-from reelgen.errors import InternalError, ItemTimeout, ReelgenError
-from reelgen.settings import OutputConfig, Settings, load_settings
 from storage.cache import NodeCache
 from storage.fetch import Fetcher
 from storage.store import ObjectStore, open_store

@@ -35,7 +35,7 @@ import cv2
 import numpy as np
 from av.video.reformatter import VideoReformatter
 
-from reelgen.errors import UnreadableVideo, VideoLimitExceeded
+from core.errors import UnreadableVideo, VideoLimitExceeded
 
 log = logging.getLogger(__name__)
 

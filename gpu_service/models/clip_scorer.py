@@ -43,6 +43,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from core.digests import directory_digest
+from core.errors import ConfigError
 from gpu_service.models.clip_vit import (
     CLIP_MEAN,
     CLIP_STD,
@@ -53,13 +55,11 @@ from gpu_service.models.clip_vit import (
 )
 from gpu_service.models.template_match import TemplateMatch
 from gpu_service.registry import ArrayShape, InferenceModel, RequestError, Span, register
-from reelgen.digests import directory_digest
-from reelgen.errors import ConfigError
 
 # Where a cosine similarity sits for "this is the product" (centre) and how fast the logistic rises (scale).
 # CLIP ViT-B image-image cosines run ~0.9+ for the same product and ~0.4-0.6 for unrelated scenes; image-text
 # cosines are compressed to ~0.28-0.35 for a matching caption and ~0.15-0.2 otherwise. Priors from published
-# CLIP similarity distributions, not fitted here: calibrate on labelled items with devtools/evaluation.py.
+# CLIP similarity distributions, not fitted here: calibrate on labelled items with reelgen/evaluation.py.
 IMAGE_CENTRE, IMAGE_SCALE = 0.6, 0.1
 TEXT_CENTRE, TEXT_SCALE = 0.22, 0.04
 # The main image says more than its caption about whether this exact product is on screen.

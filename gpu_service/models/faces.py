@@ -20,9 +20,9 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from core.digests import file_digest
+from core.errors import ConfigError
 from gpu_service.registry import ArrayShape, InferenceModel, Span, register
-from reelgen.digests import file_digest
-from reelgen.errors import ConfigError
 
 MAX_FACES = 16
 CASCADE = "haarcascade_frontalface_default.xml"

@@ -11,9 +11,9 @@ from typing import Any, ClassVar, Generic, TypeVar
 import torch
 from torch import Tensor
 
+from core.digests import file_digest
+from core.errors import ConfigError
 from gpu_service.registry import ArrayShape, InferenceModel
-from reelgen.digests import file_digest
-from reelgen.errors import ConfigError
 
 CPU = ("CPUExecutionProvider",)
 

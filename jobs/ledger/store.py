@@ -26,6 +26,7 @@ from typing import Any
 import redis
 from redis.client import Pipeline
 
+from core.errors import JobNotFound, JobStateError
 from jobs.ledger.keys import (
     ACTIVE_KEY,
     JOBS_KEY,
@@ -50,7 +51,6 @@ from jobs.ledger.records import (
 )
 from jobs.ledger.scripts import Scripts
 from jobs.ledger.workers import HeldMessage
-from reelgen.errors import JobNotFound, JobStateError
 
 # the active set's score: priority class first, then submission time (seconds fit well below this factor)
 _CLASS_WEIGHT = 1e11

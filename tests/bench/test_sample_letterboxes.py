@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from bench.sample_letterboxes import clip_frames
-from devtools.sample_catalog import Truth
-from devtools.sample_catalog.truth import FrameTruth
+from reelgen.sample_catalog import Truth
+from reelgen.sample_catalog.truth import FrameTruth
 
 
 def test_frames_are_counted_as_absent_too_big_inseparable_or_separable() -> None:

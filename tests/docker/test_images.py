@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
+from core.daemon_settings import DaemonSettings
 from gpu_service import daemon as gpu_daemon
-from jobs import cli
 from monitoring import health
-from reelgen.daemon_settings import DaemonSettings
+from reelgen import cli
 from tests.support.helm import CHART, GPU_VALUES, all_containers, render
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -152,7 +152,7 @@ def test_default_commands_are_cli_subcommands() -> None:
     commands = subcommands(cli.build_parser())
     assert CPU_IMAGE.cmd == ["worker"] and GPU_IMAGE.cmd == ["gpu-daemon"]
     missing = sorted({CPU_IMAGE.cmd[0], GPU_IMAGE.cmd[0]} - commands.keys())
-    assert not missing, f"reelgen has no subcommand {missing} (jobs/cli.py)"
+    assert not missing, f"reelgen has no subcommand {missing} (reelgen/cli.py)"
 
 
 def test_every_chart_container_runs_a_reelgen_subcommand_of_its_image() -> None:
@@ -173,13 +173,13 @@ def test_every_chart_container_runs_a_reelgen_subcommand_of_its_image() -> None:
         try:
             parsed = cli.parse_args(args)
         except SystemExit:
-            pytest.fail(f"{where}: `reelgen {shlex.join(args)}` does not parse (jobs/cli.py)")
+            pytest.fail(f"{where}: `reelgen {shlex.join(args)}` does not parse (reelgen/cli.py)")
         if args[0] == "gpu-daemon":
             # `reelgen gpu-daemon ARGS` must hand ARGS untouched to gpu_service.daemon:main
             assert parsed.extra == args[1:], where
             settings = gpu_daemon.settings_from_args(gpu_daemon.build_parser().parse_args(parsed.extra))
             assert settings.metrics_host == "0.0.0.0"  # scraped from outside the pod
-    assert not missing, f"the chart runs reelgen subcommands that jobs/cli.py lacks: {sorted(missing)}"
+    assert not missing, f"the chart runs reelgen subcommands that reelgen/cli.py lacks: {sorted(missing)}"
 
 
 def test_probe_commands_parse_with_the_health_module() -> None:

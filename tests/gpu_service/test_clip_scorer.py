@@ -24,6 +24,8 @@ import pytest
 import torch
 from torch import Tensor
 
+from core.digests import directory_digest
+from core.errors import ConfigError
 from gpu_service import engine, registry
 from gpu_service.client import InferenceClient, wait_until_ready
 from gpu_service.local import LocalInference
@@ -38,8 +40,6 @@ from gpu_service.models.clip_scorer import (
 )
 from gpu_service.priority import PriorityKey
 from gpu_service.registry import LoadedModel
-from reelgen.digests import directory_digest
-from reelgen.errors import ConfigError
 from workers.scoring import SCORERS, FrameScore, item_text, score_frames, scorer_context, scorer_spec
 
 transformers = pytest.importorskip("transformers")

@@ -16,11 +16,11 @@ import numpy as np
 import pytest
 import torch
 
+from core.daemon_settings import DaemonSettings
 from gpu_service import engine
 from gpu_service.client import InferenceClient
 from gpu_service.priority import PriorityKey
 from gpu_service.server import Daemon
-from reelgen.daemon_settings import DaemonSettings
 
 pytestmark = pytest.mark.gpu
 

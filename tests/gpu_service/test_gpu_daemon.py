@@ -22,13 +22,13 @@ from typing import Any
 import numpy as np
 import pytest
 
+from core.daemon_settings import DaemonSettings
+from core.errors import DaemonUnavailable, InferenceRejected
 from gpu_service import protocol
 from gpu_service.client import InferenceClient, wait_until_ready
 from gpu_service.priority import PriorityKey
 from gpu_service.shm import SHM_DIR
 from gpu_service.supervisor import DaemonProcess
-from reelgen.daemon_settings import DaemonSettings
-from reelgen.errors import DaemonUnavailable, InferenceRejected
 
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = "echo_stats,probe,slow_probe"
@@ -679,8 +679,8 @@ def test_a_second_daemon_on_a_live_socket_refuses_to_start(
 
 
 def test_the_environment_reaches_the_daemon_through_settings_json(sock_dir: Path) -> None:
+    from core.daemon_settings import DaemonSettings
     from gpu_service.daemon import build_parser, settings_from_args
-    from reelgen.daemon_settings import DaemonSettings
 
     base = DaemonSettings(socket_path=sock_dir / "a.sock", models=("probe",), max_batch=4, buckets=(2, 4))
     args = build_parser().parse_args(

@@ -15,11 +15,11 @@ import pytest
 import torch
 from torch import Tensor
 
+from core.digests import file_digest
+from core.errors import ConfigError
 from gpu_service import engine, registry
 from gpu_service.models.basic import Probe
 from gpu_service.registry import InferenceModel, Span, register
-from reelgen.digests import file_digest
-from reelgen.errors import ConfigError
 
 SLOW_BATCH_S = 0.25
 

@@ -8,11 +8,11 @@ import socket
 import pytest
 from pydantic import ValidationError
 
+from core.daemon_settings import DaemonSettings
 from gpu_service import protocol
 from gpu_service.priority import PriorityKey
 from gpu_service.scheduler import Batch, Pending, Scheduler, bucket_for
 from gpu_service.shm import Grant, SlotError, SlotPool, SlotState
-from reelgen.daemon_settings import DaemonSettings
 
 
 def req(

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from reelgen.settings import Settings
+from core.settings import Settings
 from tests.support.helm import (
     CHART,
     CPU_VALUES,
@@ -188,8 +188,8 @@ def test_beat_is_a_single_recreated_replica_and_dispatcher_too(cpu: list[Obj]) -
 def test_every_process_gets_settings_reelgen_accepts(
     values: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from core.settings import load_settings
     from jobs.celery_app import check_timeouts
-    from reelgen.settings import load_settings
 
     checked = 0
     for _, container in all_containers(render(values)):

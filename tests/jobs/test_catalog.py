@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
+from core.catalog_entry import CatalogEntry
+from core.errors import BadCatalogLine, BadItemId, CatalogError
+from core.settings import SourcePolicy
 from jobs.catalog import BadLine, check_item_id, read_catalog
-from reelgen.catalog_entry import CatalogEntry
-from reelgen.errors import BadCatalogLine, BadItemId, CatalogError
-from reelgen.settings import SourcePolicy
 
 LOCAL = SourcePolicy(allow_local=True)
 

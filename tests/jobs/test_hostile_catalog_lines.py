@@ -22,15 +22,15 @@ import redis
 from PIL import Image
 
 from bench.backfill import decode, queue_keys
+from core.catalog_entry import CatalogEntry
+from core.errors import BadCatalogLine, CatalogError
+from core.settings import SourcePolicy, load_settings
 from jobs.catalog import FIELD_LIMITS, MAX_LINE_BYTES, BadLine, read_catalog
 from jobs.celery_app import app, configure
 from jobs.dispatcher import Dispatcher
 from jobs.ledger import JobKind, JobState, Ledger
 from jobs.redis_server import EmbeddedRedis
 from jobs.submit import submit_catalog_job
-from reelgen.catalog_entry import CatalogEntry
-from reelgen.errors import BadCatalogLine, CatalogError
-from reelgen.settings import SourcePolicy, load_settings
 from tests.support.dispatch import Consumer, drive, make_settings, write_catalog
 from tests.support.media import make_code_video
 from workers import tasks

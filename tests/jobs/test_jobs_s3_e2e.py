@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from devtools.sample_catalog import write_sample_catalog
+from reelgen.sample_catalog import write_sample_catalog
 from storage.s3 import make_client
 
 REELGEN = str(Path(sys.executable).with_name("reelgen"))

@@ -19,14 +19,14 @@ import pytest
 import redis
 from celery import Task
 
-from devtools.sample_catalog import write_sample_catalog
+from core.catalog_entry import CatalogEntry
+from core.settings import load_settings
 from jobs.celery_app import app
 from jobs.ledger import ItemState, JobState, Ledger
 from jobs.redis_server import EmbeddedRedis
 from jobs.runner import local_daemon_settings
 from jobs.submit import submit_retry
-from reelgen.catalog_entry import CatalogEntry
-from reelgen.settings import load_settings
+from reelgen.sample_catalog import write_sample_catalog
 from tests.support.ledger import index_results
 from tests.support.services import spawn, wait
 

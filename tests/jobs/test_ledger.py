@@ -5,8 +5,8 @@ import time
 import pytest
 import redis
 
+from core.errors import JobNotFound, JobStateError
 from jobs.ledger import ItemState, JobAction, JobKind, JobState, Ledger
-from reelgen.errors import JobNotFound, JobStateError
 from tests.support.ledger import index_results
 
 

@@ -8,12 +8,12 @@ from typing import Any
 
 import redis
 
+from core.settings import load_settings
 from jobs.ledger import JobKind, Ledger
 from jobs.ledger.keys import WORKERS_KEY, worker_held_key
 from jobs.ledger.workers import HeldMessage, WorkerRegistry
 from jobs.queues import PREPARE_TASK, RENDER_TASK, message_item
 from jobs.reaper import LostWorkers
-from reelgen.settings import load_settings
 
 
 def _job(ledger: Ledger) -> str:

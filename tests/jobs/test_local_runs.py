@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from devtools.sample_catalog import write_sample_catalog
 from jobs.redis_server import serving
+from reelgen.sample_catalog import write_sample_catalog
 from storage.s3 import make_client
 
 REELGEN = str(Path(sys.executable).with_name("reelgen"))

@@ -22,13 +22,13 @@ from celery import Celery
 from prometheus_client import CollectorRegistry, generate_latest
 from pydantic import SecretStr
 
+from core.settings import Settings
 from gpu_service.metrics import DaemonMetrics
 from jobs import celery_app, cluster_metrics, queues
 from jobs.ledger import JobKind, Ledger
 from jobs.redis_server import EmbeddedRedis
 from monitoring import metrics
 from monitoring.exporter import MetricsServer
-from reelgen.settings import Settings
 from tests.support.ledger import index_results
 from tests.support.metrics import samples
 

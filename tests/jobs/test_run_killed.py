@@ -95,6 +95,6 @@ def test_a_run_killed_outright_leaves_no_daemon_worker_or_redis_alive(tmp_path: 
 
 def test_a_child_whose_run_already_ended_stops_at_once() -> None:
     # the run died between starting the child and the child's request: its parent is no longer the run
-    code = "import time; from reelgen.processes import exit_with_parent; exit_with_parent(1); time.sleep(30)"
+    code = "import time; from core.processes import exit_with_parent; exit_with_parent(1); time.sleep(30)"
     child = subprocess.run([sys.executable, "-c", code], timeout=20, cwd=Path(__file__).resolve().parents[2])
     assert child.returncode == -signal.SIGTERM

@@ -22,11 +22,11 @@ from kombu.asynchronous import Hub, get_event_loop, set_event_loop
 
 import jobs.schedule  # noqa: F401  (the modules the worker imports connect their receivers)
 import workers.tasks  # noqa: F401
+from core.settings import load_settings
 from jobs.celery_app import BROKER_POLL_S, app, configure
 from jobs.prefork import freeze_before_fork
 from jobs.redis_server import EmbeddedRedis
 from jobs.worker_shutdown import StopIdlePoolPromptly, WakeOnShutdown, exit_pool_child
-from reelgen.settings import load_settings
 from tests.support.services import spawn, wait
 
 SLOW_TASK = "reelgen.test_slow_touch"

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from core.errors import ConfigError
 from monitoring import logging_setup
 from monitoring.logging_setup import log_context, prepare_handler, resolve_format
-from reelgen.errors import ConfigError
 
 REELGEN = str(Path(sys.executable).with_name("reelgen"))
 

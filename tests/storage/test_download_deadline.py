@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from reelgen.errors import HostBusy, SourceTooSlow, SourceUnreachable
-from reelgen.settings import Settings
+from core.errors import HostBusy, SourceTooSlow, SourceUnreachable
+from core.settings import Settings
 from storage.fetch import Fetcher
 from storage.http_download import HostSlots
 

@@ -11,15 +11,15 @@ from pathlib import Path
 import pytest
 import redis
 
+from core.catalog_entry import CatalogEntry
+from core.errors import ConfigError, ForbiddenSource, SourceNotFound
+from core.settings import Settings, SourcePolicy, load_settings
 from jobs.catalog import BadLine, read_catalog
 from jobs.celery_app import app, configure
 from jobs.feed import JobFeed
 from jobs.ledger import JobKind, Ledger
 from jobs.redis_server import EmbeddedRedis
 from jobs.submit import SOURCES_FIELD, source_policy, submit_catalog_job
-from reelgen.catalog_entry import CatalogEntry
-from reelgen.errors import ConfigError, ForbiddenSource, SourceNotFound
-from reelgen.settings import Settings, SourcePolicy, load_settings
 from storage.cache import NodeCache
 from storage.fetch import Fetcher
 from storage.sources import SourceGuard

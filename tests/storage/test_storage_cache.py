@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from reelgen.errors import SourceUnreachable
+from core.errors import SourceUnreachable
 from storage.cache import NodeCache, entry_name
 
 

@@ -20,8 +20,8 @@ from urllib.parse import parse_qs, quote, urlparse
 import pytest
 
 import storage.addresses
-from reelgen.errors import ForbiddenSource, SourceNotFound, SourceTooLarge, SourceUnreachable
-from reelgen.settings import Settings
+from core.errors import ForbiddenSource, SourceNotFound, SourceTooLarge, SourceUnreachable
+from core.settings import Settings
 from storage.addresses import forbidden_reason, shown
 from storage.cache import NodeCache
 from storage.fetch import Fetcher

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from reelgen.errors import SourceNotFound, SourceTooLarge, SourceTooSlow, StorageError
+from core.errors import SourceNotFound, SourceTooLarge, SourceTooSlow, StorageError
 from storage.s3 import S3Store, download_object, make_client
 from storage.store import open_store
 

@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from bench.backfill import ack_consume
+from core.settings import Settings, load_settings
 from jobs.celery_app import app, configure
 from jobs.dispatcher import Dispatcher
 from jobs.redis_server import EmbeddedRedis
-from reelgen.settings import Settings, load_settings
 
 
 def write_catalog(path: Path, ids: list[str], version: str = "1", extra_lines: tuple[str, ...] = ()) -> Path:

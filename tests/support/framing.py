@@ -14,8 +14,8 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from devtools.sample_catalog import Truth
 from gpu_service.priority import PriorityKey
+from reelgen.sample_catalog import Truth
 from workers.framing import FramingPlan, plan_framing
 from workers.geometry import Box, CropRect
 from workers.render import EncodeOptions, OutputSpec, render_window

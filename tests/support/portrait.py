@@ -6,7 +6,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from tests.real_media import feat_pexels_portrait
+from devtools.real_media import feat_pexels_portrait
 
 SIDE = 720
 #: the portrait clip's woman, her face filling a square frame as a square video "covering" it shows her
@@ -18,7 +18,7 @@ CAPTION = (20, 150, 330, 240)
 def portrait(start_s: float, end_s: float, caption: bool = False) -> list[np.ndarray]:
     """RGB frames of the real portrait clip from start_s to end_s, cut square and scaled to SIDE."""
     path = feat_pexels_portrait()
-    assert path is not None, "python -m tests.fetch_real_media"
+    assert path is not None, "python -m devtools.fetch_real_media"
     capture = cv2.VideoCapture(str(path))
     capture.set(cv2.CAP_PROP_POS_MSEC, start_s * 1000)
     frames = []

@@ -25,10 +25,10 @@ import redis
 from celery.exceptions import Ignore, Retry
 from kombu.exceptions import OperationalError
 
+from core.catalog_entry import CatalogEntry
 from gpu_service.shm import SHM_DIR
 from jobs.ledger import JobKind, Ledger
 from jobs.results_index import read_index
-from reelgen.catalog_entry import CatalogEntry
 from storage.store import LocalStore
 from tests.support.faults import (
     REELGEN,

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from moto.server import ThreadedMotoServer
 
-from reelgen.errors import SourceUnreachable, StorageError
+from core.errors import SourceUnreachable, StorageError
 from storage.s3 import S3Store, download_object, make_client
 from tests.support.faults import Leaks, base_env, run_reelgen, small_catalog, summary_failures
 

@@ -70,7 +70,7 @@ def test_flower_without_its_extra_says_what_to_install() -> None:
         """
         import os, sys
         os.environ.update(REELGEN_REDIS_URL="redis://127.0.0.1:1/0", REELGEN_FLOWER__ALLOW_UNAUTHENTICATED="1")
-        from jobs.cli import main
+        from reelgen.cli import main
         sys.exit(main(["flower"]))
         """
     )

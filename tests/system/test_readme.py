@@ -17,9 +17,9 @@ from pathlib import Path
 
 import yaml
 
+from core.settings import SourcePolicy
 from jobs.catalog import BadLine, read_catalog
-from jobs.cli import parse_args
-from reelgen.settings import SourcePolicy
+from reelgen.cli import parse_args
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"

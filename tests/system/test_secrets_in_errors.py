@@ -19,15 +19,15 @@ from pathlib import Path
 import pytest
 import redis
 
+from core.errors import ConfigError
+from core.settings import load_settings
+from core.text import printable
 from jobs.ledger import JobKind, JobState, Ledger
 from jobs.redis_server import EmbeddedRedis
 from jobs.runner import summarise
 from jobs.submit import submit_catalog_job
 from monitoring.logs import escape_handlers
-from monitoring.report import write_report
-from reelgen.errors import ConfigError
-from reelgen.settings import load_settings
-from reelgen.text import printable
+from reelgen.report import write_report
 from tests.support.media import make_code_video
 
 REELGEN = str(Path(sys.executable).with_name("reelgen"))

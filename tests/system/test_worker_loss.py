@@ -23,11 +23,11 @@ import pytest
 import redis
 from kombu.connection import Connection
 
-from devtools.sample_catalog import write_sample_catalog
 from jobs.celery_app import celery_url
 from jobs.ledger import JobState, Ledger
 from jobs.queues import PRIORITIES, SEP, UNACKED_KEY, queue_keys
 from jobs.redis_server import EmbeddedRedis
+from reelgen.sample_catalog import write_sample_catalog
 from tests.support.faults import base_env
 from tests.support.services import wait
 

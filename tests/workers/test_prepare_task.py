@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 import redis
 
+from core.settings import load_settings
 from jobs.ledger import JobKind, Ledger
 from jobs.redis_server import EmbeddedRedis
 from jobs.submit import submit_catalog_job
-from reelgen.settings import load_settings
 from workers import tasks
 
 

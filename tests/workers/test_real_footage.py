@@ -1,4 +1,4 @@
-"""Real camera and film footage that registry packages ship (see tests/real_media.py), rendered as sellers' videos.
+"""Real camera and film footage that registry packages ship (see devtools/real_media.py), rendered as sellers' videos.
 
 None of it is made by our code: phone and webcam recordings, a CCTV view, an MPEG-2 programme stream, old AVIs
 (MPEG-4 ASP with B-frames and AC-3, a Cinepak file whose index holds 68 real frames over 30 s), HEVC, VP8 with a
@@ -24,7 +24,7 @@ import cv2
 import numpy as np
 import pytest
 
-from tests.real_media import REAL_VIDEOS, Locator
+from devtools.real_media import REAL_VIDEOS, Locator
 from workers.geometry import CropRect
 from workers.probe import probe
 from workers.render import AUDIO_RATE, EncodeOptions, OutputSpec, output_rate, render_window
@@ -38,13 +38,13 @@ THUMB = (48, 32)
 
 def test_the_core_real_footage_is_there() -> None:
     missing = [name for name, locate in REAL_VIDEOS if name.startswith(CORE) and locate() is None]
-    assert not missing, f"run `python -m tests.fetch_real_media` (make test does): {missing}"
+    assert not missing, f"run `python -m devtools.fetch_real_media` (make test does): {missing}"
 
 
 def _located(locate: Locator) -> Path:
     path = locate()
     if path is None:
-        pytest.skip("its package is not unpacked here (python -m tests.fetch_real_media)")
+        pytest.skip("its package is not unpacked here (python -m devtools.fetch_real_media)")
     return path
 
 

@@ -15,7 +15,7 @@ import av
 import numpy as np
 import pytest
 
-from reelgen.errors import RenderError, UnreadableVideo
+from core.errors import RenderError, UnreadableVideo
 from tests.support.media import read_code
 from tests.support.media_matrix import QUIRKS, Quirk, build
 from workers.geometry import CropRect

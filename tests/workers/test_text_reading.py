@@ -12,11 +12,11 @@ import av
 import numpy as np
 import pytest
 
+from core.catalog_entry import CatalogEntry
+from core.settings import load_settings
 from gpu_service.local import LocalInference
 from gpu_service.models.text_strip import STRIP_HEIGHT
 from gpu_service.priority import PriorityKey
-from reelgen.catalog_entry import CatalogEntry
-from reelgen.settings import load_settings
 from tests.support.portrait import CAPTION, SIDE, portrait
 from workers.framing import PAD_TEXT_AND_SUBJECT
 from workers.geometry import iou

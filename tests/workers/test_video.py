@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from celery.exceptions import SoftTimeLimitExceeded
 
-from reelgen.errors import RenderError, UnreadableVideo, VideoLimitExceeded
-from tests.real_media import feat_pexels_portrait
+from core.errors import RenderError, UnreadableVideo, VideoLimitExceeded
+from devtools.real_media import feat_pexels_portrait
 from tests.support.media import make_code_video, read_code, write_mjpeg_sizes
 from workers import render as render_module
 from workers.geometry import CropPath, CropRect, aspect_size
@@ -89,7 +89,7 @@ def test_the_pre_roll_skips_non_reference_frames_and_the_window_decodes_the_same
 
 def test_analysis_decoding_skips_deblocking_and_shows_the_same_frames_nearly_alike() -> None:
     path = feat_pexels_portrait()
-    assert path is not None, "python -m tests.fetch_real_media"
+    assert path is not None, "python -m devtools.fetch_real_media"
     times = [0.5, 1.5, 3.0, 4.5]  # later frames of a GOP carry the skipped filter's drift
     with VideoSource(path) as source:
         filtered = source.sample(times)
@@ -109,7 +109,7 @@ def test_conversions_through_one_source_equal_each_frames_own_and_outlive_the_ne
     """A source keeps one swscale context for all its conversions: switching it between sizes must not change
     a picture, and a later conversion must not write into an earlier one's pixels."""
     path = feat_pexels_portrait()
-    assert path is not None, "python -m tests.fetch_real_media"
+    assert path is not None, "python -m devtools.fetch_real_media"
     times = [0.5, 1.5, 3.0]
     with VideoSource(path) as source:
         first = source.sample(times, width=200)

@@ -19,19 +19,19 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from jobs import cli_args
+from core import __version__
+from core.errors import CatalogError, ConfigError, JobNotFound, JobStateError
+from core.settings import Settings, load_settings
+from core.text import printable
 from monitoring.logging_setup import FORMATS, resolve_format, setup_logging
-from reelgen import __version__
-from reelgen.errors import CatalogError, ConfigError, JobNotFound, JobStateError
-from reelgen.settings import Settings, load_settings
-from reelgen.text import printable
+from reelgen import cli_args
 
 EXIT_USAGE = 2
 DELEGATED = ("flower", "gpu-daemon")
 
 
 def _settings(args: argparse.Namespace, **overrides: Any) -> Settings:
-    from reelgen.names import warn_unknown_variables
+    from core.names import warn_unknown_variables
 
     # first: importing the runner loads the settings, and a misspelt nested setting fails that load
     warn_unknown_variables()
@@ -233,15 +233,15 @@ def _cmd_flower(args: argparse.Namespace) -> int:
         print(args.usage())  # reelgen's own help: Flower's needs a broker before it prints anything
         return 0
     try:
-        module = importlib.import_module("monitoring.flower")
+        module = importlib.import_module("reelgen.flower")
     except ModuleNotFoundError as exc:
-        if exc.name not in ("monitoring.flower", "monitoring"):
+        if exc.name not in ("reelgen.flower", "monitoring"):
             raise
-        print("reelgen: flower: monitoring.flower is not installed in this build", file=sys.stderr)
+        print("reelgen: flower: reelgen.flower is not installed in this build", file=sys.stderr)
         return EXIT_USAGE
     run_flower = getattr(module, "run_flower", None)
     if run_flower is None:
-        print("reelgen: flower: monitoring.flower has no run_flower(settings, extra_args)", file=sys.stderr)
+        print("reelgen: flower: reelgen.flower has no run_flower(settings, extra_args)", file=sys.stderr)
         return EXIT_USAGE
     code: int = run_flower(_settings(args), list(args.extra))
     return code
@@ -254,7 +254,7 @@ def _cmd_gpu_daemon(args: argparse.Namespace) -> int:
 
 
 def _cmd_sample_catalog(args: argparse.Namespace) -> int:
-    from devtools.sample_catalog import write_sample_catalog
+    from reelgen.sample_catalog import write_sample_catalog
 
     catalog = write_sample_catalog(
         Path(args.dir),
@@ -268,7 +268,7 @@ def _cmd_sample_catalog(args: argparse.Namespace) -> int:
 
 
 def _cmd_eval_highlights(args: argparse.Namespace) -> int:
-    from devtools.evaluation import evaluate, report
+    from reelgen.evaluation import evaluate, report
 
     results = list(evaluate(load_settings(), Path(args.catalog)))
     print(report(results, as_json=args.json))
@@ -276,7 +276,7 @@ def _cmd_eval_highlights(args: argparse.Namespace) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from monitoring.report import REPORT_FOLDER, load_manifests, write_report
+    from reelgen.report import REPORT_FOLDER, load_manifests, write_report
 
     out = Path(args.run)
     manifests = load_manifests(out)

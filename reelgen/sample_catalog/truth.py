@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from devtools.sample_catalog.vocabulary import TRUTH_VERSION, Box
+from reelgen.sample_catalog.vocabulary import TRUTH_VERSION, Box
 
 
 @dataclass(frozen=True)

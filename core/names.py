@@ -15,9 +15,9 @@ from collections.abc import Collection, Mapping
 
 from pydantic import BaseModel
 
-from reelgen.text import printable
+from core.text import printable
 
-log = logging.getLogger("reelgen.settings")
+log = logging.getLogger("core.settings")
 
 PREFIX = "REELGEN_"
 #: variables reelgen reads outside its settings: the settings file; the Redis password the Helm chart splices
@@ -73,7 +73,7 @@ def unknown_variables(environ: Mapping[str, str], model: type[BaseModel]) -> lis
 @functools.cache
 def warn_unknown_variables() -> None:
     """Warn, once per process, about REELGEN_* variables in the environment that no setting reads."""
-    from reelgen.settings import Settings
+    from core.settings import Settings
 
     for name, suggestion in unknown_variables(os.environ, Settings):
         log.warning("%s is not a reelgen setting and is ignored%s", shown(name), did_you_mean(suggestion))

@@ -12,13 +12,13 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from devtools.sample_catalog import load_truth
+from core.catalog_entry import CatalogEntry
+from core.settings import Settings
 from gpu_service.local import LocalInference
 from gpu_service.priority import PriorityKey
 from jobs.catalog import read_catalog
 from jobs.ledger import JobKind
-from reelgen.catalog_entry import CatalogEntry
-from reelgen.settings import Settings
+from reelgen.sample_catalog import load_truth
 from storage.fetch import Fetcher
 from workers import pipeline
 

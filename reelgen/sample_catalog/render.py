@@ -12,7 +12,7 @@ import av
 import numpy as np
 import numpy.typing as npt
 
-from devtools.sample_catalog.overlay import (
+from reelgen.sample_catalog.overlay import (
     caption_origin,
     caption_patch,
     composite,
@@ -20,11 +20,11 @@ from devtools.sample_catalog.overlay import (
     place,
     sprite_pyramid,
 )
-from devtools.sample_catalog.plan import ItemPlan
-from devtools.sample_catalog.product import product_sprite
-from devtools.sample_catalog.scenes import Scene, shot_scene
-from devtools.sample_catalog.truth import CaptionTruth, FrameTruth
-from devtools.sample_catalog.vocabulary import AUDIO_FRAME, AUDIO_RATE, F32, U8, Box
+from reelgen.sample_catalog.plan import ItemPlan
+from reelgen.sample_catalog.product import product_sprite
+from reelgen.sample_catalog.scenes import Scene, shot_scene
+from reelgen.sample_catalog.truth import CaptionTruth, FrameTruth
+from reelgen.sample_catalog.vocabulary import AUDIO_FRAME, AUDIO_RATE, F32, U8, Box
 
 T = TypeVar("T")
 

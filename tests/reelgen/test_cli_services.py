@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from jobs.cli import main
+from core.errors import ConfigError
+from core.settings import load_settings
 from jobs.cron import beat_schedule, last_fire, parse_cron
 from jobs.redis_server import EmbeddedRedis
-from reelgen.errors import ConfigError
-from reelgen.settings import load_settings
+from reelgen.cli import main
 
 REELGEN = str(Path(sys.executable).with_name("reelgen"))
 
@@ -63,9 +63,9 @@ def test_gpu_daemon_and_flower_delegate(
 ) -> None:
     daemon_help = _cli(_env(), "gpu-daemon", "--help")
     assert daemon_help.returncode == 0 and "--settings-json" in daemon_help.stdout
-    monkeypatch.setitem(sys.modules, "monitoring.flower", None)  # as if the module were not built
+    monkeypatch.setitem(sys.modules, "reelgen.flower", None)  # as if the module were not built
     assert main(["flower", "--port", "5555"]) == 2
-    assert "monitoring.flower" in capsys.readouterr().err
+    assert "reelgen.flower" in capsys.readouterr().err
 
 
 def test_beat_runs_the_nightly_schedule_and_stops_cleanly(

@@ -25,11 +25,11 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from reelgen import PIPELINE_VERSION
-from reelgen.daemon_settings import DaemonSettings
-from reelgen.digests import weights_digest
-from reelgen.errors import ConfigError
-from reelgen.flower_settings import FlowerSettings
+from core import PIPELINE_VERSION
+from core.daemon_settings import DaemonSettings
+from core.digests import weights_digest
+from core.errors import ConfigError
+from core.flower_settings import FlowerSettings
 
 DEFAULT_ASPECTS = ("1:1", "2:3", "3:4", "4:5", "9:16", "16:9")
 # S3's naming rule, loosened to legacy names (capitals, underscores): it is there to catch a URI given for a name

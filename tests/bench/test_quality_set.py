@@ -23,7 +23,7 @@ from bench.quality_set import (
     plan_item,
     write_quality_set,
 )
-from tests.real_media import opencv_rubberwhale, skimage_clock_motion
+from devtools.real_media import opencv_rubberwhale, skimage_clock_motion
 from workers.localise import unlike_backdrop
 
 
@@ -35,7 +35,7 @@ def test_halves_share_no_seed_photo_or_clip() -> None:
     assert plan_item("heldout", 3, 900_003) == plan_item("heldout", 3, 900_003)
 
 
-@pytest.mark.skipif(bool(missing_sources(["tuning"])), reason="python -m tests.fetch_real_media")
+@pytest.mark.skipif(bool(missing_sources(["tuning"])), reason="python -m devtools.fetch_real_media")
 def test_truth_matches_the_videos(tmp_path: Path) -> None:
     catalog = write_quality_set(tmp_path, "tuning", 2, cache_dir=tmp_path / "cutouts")
     lines = [json.loads(line) for line in catalog.read_text().splitlines()]
@@ -79,7 +79,7 @@ def test_the_sets_cut_outs_hold_the_product_and_little_of_its_surroundings() -> 
     photo's blurred disc (its pixels unlike the wall's fitted backdrop); the whale, its teal pixels."""
     clock_path, whale_path = skimage_clock_motion(), opencv_rubberwhale()
     if clock_path is None or whale_path is None:
-        pytest.skip("python -m tests.fetch_real_media")
+        pytest.skip("python -m devtools.fetch_real_media")
     clock = np.asarray(cv2.imread(str(clock_path)), np.uint8)
     unlike_wall = unlike_backdrop(clock)
     disc = _largest(unlike_wall > 12)

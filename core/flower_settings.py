@@ -1,4 +1,4 @@
-"""Settings of the Flower dashboard (monitoring/flower.py starts it): nested in reelgen's Settings as the field
+"""Settings of the Flower dashboard (reelgen/flower.py starts it): nested in reelgen's Settings as the field
 `flower`, so the environment reaches them as `REELGEN_FLOWER__BASIC_AUTH=...`."""
 
 from __future__ import annotations

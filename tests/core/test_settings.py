@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from reelgen.errors import ConfigError
-from reelgen.settings import DEFAULT_ASPECTS, load_settings
+from core.errors import ConfigError
+from core.settings import DEFAULT_ASPECTS, load_settings
 
 
 def test_defaults_fit_the_cpu_budget() -> None:

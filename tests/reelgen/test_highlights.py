@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from devtools.evaluation import evaluate, overlap_fraction, report
-from devtools.sample_catalog import write_sample_catalog
-from reelgen.settings import load_settings
+from core.settings import load_settings
+from reelgen.evaluation import evaluate, overlap_fraction, report
+from reelgen.sample_catalog import write_sample_catalog
 from workers.pipeline import SampleScore, choose
 from workers.video import VideoInfo
 

@@ -7,8 +7,8 @@ import argparse
 import datetime
 from typing import NoReturn
 
-from reelgen.errors import ConfigError
-from reelgen.settings import parse_aspect
+from core.errors import ConfigError
+from core.settings import parse_aspect
 
 
 class OneLineParser(argparse.ArgumentParser):

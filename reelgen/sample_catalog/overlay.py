@@ -7,9 +7,9 @@ import math
 import cv2
 import numpy as np
 
-from devtools.sample_catalog.plan import Appearance, Caption
-from devtools.sample_catalog.product import alpha_box
-from devtools.sample_catalog.vocabulary import CAPTION_STYLES, F32, U8, Box
+from reelgen.sample_catalog.plan import Appearance, Caption
+from reelgen.sample_catalog.product import alpha_box
+from reelgen.sample_catalog.vocabulary import CAPTION_STYLES, F32, U8, Box
 
 
 def sprite_pyramid(sprite: F32) -> list[F32]:

@@ -12,8 +12,8 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from devtools.sample_catalog import HARD_CASES, Box, Truth, load_truth, write_sample_catalog
-from reelgen.errors import ConfigError
+from core.errors import ConfigError
+from reelgen.sample_catalog import HARD_CASES, Box, Truth, load_truth, write_sample_catalog
 
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 BGR = npt.NDArray[np.uint8]

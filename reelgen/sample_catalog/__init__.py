@@ -22,12 +22,12 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from devtools.sample_catalog.plan import ItemPlan, plan_item
-from devtools.sample_catalog.product import main_image
-from devtools.sample_catalog.render import Renderer, encode_item, sec
-from devtools.sample_catalog.truth import Truth, load_truth, truth_json
-from devtools.sample_catalog.vocabulary import HARD_CASES, HARD_SEED_BASE, Box
-from reelgen.errors import ConfigError
+from core.errors import ConfigError
+from reelgen.sample_catalog.plan import ItemPlan, plan_item
+from reelgen.sample_catalog.product import main_image
+from reelgen.sample_catalog.render import Renderer, encode_item, sec
+from reelgen.sample_catalog.truth import Truth, load_truth, truth_json
+from reelgen.sample_catalog.vocabulary import HARD_CASES, HARD_SEED_BASE, Box
 
 
 def _validate(items: int, duration_s: tuple[float, float], size: tuple[int, int], fps: float) -> None:

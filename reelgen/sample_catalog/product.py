@@ -9,8 +9,8 @@ from typing import Any
 import cv2
 import numpy as np
 
-from devtools.sample_catalog.plan import Design
-from devtools.sample_catalog.vocabulary import BGR, F32, GRAIN_ROWS, U8, Box
+from reelgen.sample_catalog.plan import Design
+from reelgen.sample_catalog.vocabulary import BGR, F32, GRAIN_ROWS, U8, Box
 
 
 def hsv(hue: float, sat: float, val: float) -> BGR:

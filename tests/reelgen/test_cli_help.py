@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from core.names import unknown_variables
+from core.settings import Settings, SourcePolicy
 from jobs.catalog import MAX_FIELD_WARNINGS, UnknownFields, read_catalog
-from jobs.cli import build_parser
-from reelgen.names import unknown_variables
-from reelgen.settings import Settings, SourcePolicy
+from reelgen.cli import build_parser
 
 REELGEN = str(Path(sys.executable).with_name("reelgen"))
 

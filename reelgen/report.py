@@ -24,8 +24,8 @@ from urllib.parse import quote
 import cv2
 import numpy as np
 
-from reelgen.errors import ReelgenError
-from reelgen.text import printable
+from core.errors import ReelgenError
+from core.text import printable
 from workers.video import VideoSource
 
 REPORT_FOLDER = "_reelgen/report"

@@ -18,12 +18,12 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
-from devtools.sample_catalog import write_sample_catalog
+from core.errors import ConfigError
+from core.flower_settings import FlowerSettings
+from core.settings import Settings
 from jobs.redis_server import EmbeddedRedis
-from monitoring.flower import ALLOW_FLAG, flower_argv
-from reelgen.errors import ConfigError
-from reelgen.flower_settings import FlowerSettings
-from reelgen.settings import Settings
+from reelgen.flower import ALLOW_FLAG, flower_argv
+from reelgen.sample_catalog import write_sample_catalog
 from tests.support.net import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,7 +33,7 @@ USER, PASSWORD = "tester", "pw-e2e-123"
 BROKER = SecretStr("redis://127.0.0.1:6379/0")
 # run_flower as `reelgen flower ARGS` calls it
 RUN_FLOWER = (
-    "import sys; from monitoring.flower import run_flower; from reelgen.settings import load_settings; "
+    "import sys; from reelgen.flower import run_flower; from core.settings import load_settings; "
     "sys.exit(run_flower(load_settings(), sys.argv[1:]))"
 )
 

@@ -9,9 +9,9 @@ from typing import Any
 import cv2
 import numpy as np
 
-from devtools.sample_catalog.plan import Shot
-from devtools.sample_catalog.product import hsv
-from devtools.sample_catalog.vocabulary import BGR, F32, U8
+from reelgen.sample_catalog.plan import Shot
+from reelgen.sample_catalog.product import hsv
+from reelgen.sample_catalog.vocabulary import BGR, F32, U8
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from devtools.sample_catalog.vocabulary import (
+from core.errors import ConfigError
+from reelgen.sample_catalog.vocabulary import (
     BGR,
     CAPTION_STYLES,
     FONTS,
@@ -25,7 +26,6 @@ from devtools.sample_catalog.vocabulary import (
     Shape,
     Slot,
 )
-from reelgen.errors import ConfigError
 
 
 @dataclass(frozen=True)

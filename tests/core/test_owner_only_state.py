@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
+from core.daemon_settings import DaemonSettings
+from core.private import private_dir
 from gpu_service import shm
 from gpu_service.shm import SHM_DIR, Segment, sweep_stale
 from jobs.redis_server import EmbeddedRedis
-from reelgen.daemon_settings import DaemonSettings
-from reelgen.private import private_dir
 from storage.cache import NodeCache
 from storage.http_download import HostSlots
 

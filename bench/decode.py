@@ -22,9 +22,9 @@ import cv2
 
 from monitoring.machine import machine_lines
 from reelgen.sample_catalog import write_sample_catalog
-from workers.scoring import ANALYSIS_WIDTH
-from workers.segments import Segment, plan_segments
-from workers.video import VideoSource
+from workers.analysis.scoring import ANALYSIS_WIDTH
+from workers.media.segments import Segment, plan_segments
+from workers.media.video import VideoSource
 
 DATA = Path(__file__).resolve().parent / ".data"
 SAMPLE_FPS = 2.0

@@ -45,11 +45,12 @@ from jobs.runner import run_catalog
 from monitoring.machine import machine_lines
 from reelgen.sample_catalog import write_sample_catalog
 from storage.fetch import Fetcher
+from workers.analysis.scoring import ANALYSIS_WIDTH, product_template
 from workers.geometry import CropPath, CropRect, aspect_size
+from workers.media.containers import Frame, VideoInfo
+from workers.media.render import EncodeOptions, OutputSpec, render_window
+from workers.media.video import VideoSource
 from workers.pipeline import Decoding, choose, frame_window, load_image, sample_times, score_samples
-from workers.render import EncodeOptions, OutputSpec, render_window
-from workers.scoring import ANALYSIS_WIDTH, product_template
-from workers.video import Frame, VideoInfo, VideoSource
 
 DATA = Path(__file__).resolve().parent / ".data"
 CODEC_THREADS = 1

@@ -2,8 +2,8 @@
 product, and whether the box it gives holds it.
 
 Every frame at the pipeline's sampling rate (2 per second) is scaled as the sampler scales it and located
-against the item's main image (workers.localise), the product followed into the frames next to a find where the
-locator lost it (workers.localise.follow, over the whole video where the pipeline runs it per segment), then
+against the item's main image (workers.analysis.localise), the product followed into the frames next to a find where the
+locator lost it (workers.analysis.localise.follow, over the whole video where the pipeline runs it per segment), then
 compared with the ground truth:
 
 - found: product frames where the locator gave a box;
@@ -43,7 +43,7 @@ if str(ROOT) not in sys.path:
 from bench.quality import DATA, Rect, area, as_rect, checkout, ensure_set, share_inside  # noqa: E402
 from bench.quality_set import Half  # noqa: E402
 from monitoring.machine import machine_lines  # noqa: E402
-from workers.scoring import product_template  # noqa: E402
+from workers.analysis.scoring import product_template  # noqa: E402
 
 SAMPLE_FPS = 2.0
 #: a box this many times the true box's area is oversized: the planner would take the product for too big
@@ -57,9 +57,9 @@ def _iou(a: Rect, b: Rect) -> float:
 
 
 def _load_localise(rev: str | None) -> tuple[ModuleType, str]:
-    """workers.localise as in this tree, or as committed at rev (loaded from its unpacked copy)."""
+    """workers.analysis.localise as in this tree, or as committed at rev (loaded from its unpacked copy)."""
     if rev is None:
-        import workers.localise as here
+        import workers.analysis.localise as here
 
         return here, "working tree"
     folder, commit = checkout(rev)

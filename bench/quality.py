@@ -85,11 +85,11 @@ from bench.quality_set import (  # noqa: E402
     write_quality_set,
 )
 from monitoring.machine import machine_lines  # noqa: E402
-from workers.crop_paths import HELD_SHARE, FramingParams, held_span  # noqa: E402
-from workers.framing import crop_zooms  # noqa: E402
+from workers.framing.crop_paths import HELD_SHARE, FramingParams, held_span  # noqa: E402
+from workers.framing.planner import crop_zooms  # noqa: E402
 from workers.geometry import aspect_size, lowest_terms, spanning_size, zoomed_size  # noqa: E402
-from workers.text_reading import READ_SCORE, strips_of  # noqa: E402
-from workers.text_regions import text_clearance  # noqa: E402
+from workers.text.reading import READ_SCORE, strips_of  # noqa: E402
+from workers.text.regions import text_clearance  # noqa: E402
 
 DATA = ROOT / "bench" / ".data" / "quality"
 REELGEN = Path(sys.executable).with_name("reelgen")
@@ -252,11 +252,11 @@ SEPARABLE_GRID = 81
 def separable(
     box: Rect, captions: Sequence[Sequence[float]], width: int, height: int, crop: tuple[int, int]
 ) -> bool:
-    """Whether some crop of the aspect, the largest or one of the planner's smaller ones (workers.framing's
+    """Whether some crop of the aspect, the largest or one of the planner's smaller ones (workers.framing.planner's
     crop_zooms: the fixed zooms and those sized to pass these captions), anywhere in the frame (a grid, and
     every place just past a caption), holds the product's central HELD_SHARE and keeps every caption of the
     ground truth wholly inside or wholly outside, clear of its edges by the planner's clearance
-    (workers.text_regions). The ground truth's own answer to "text and product cannot be separated": motion
+    (workers.text.regions). The ground truth's own answer to "text and product cannot be separated": motion
     bounds aside, which only make the planner's task harder, a frame where this is False justifies a
     letterbox."""
     params = FramingParams()

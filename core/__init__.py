@@ -14,9 +14,9 @@ except PackageNotFoundError:  # running from a source tree that was never instal
 #    they appear, grey products not located by colour.
 # 5: a product cut out of a main photo is boxed where the warped photo agrees with the frame, not by its
 #    keypoints' extent.
-# 8: a source with black bars framed inside its picture (workers.picture_area).
+# 8: a source with black bars framed inside its picture (workers.framing.picture_area).
 # 9: the product located with 4000 keypoints per frame (a small product in a busy scene is found).
-# 10: a partly covered product boxed whole over the video (workers.localise.whole_boxes); a smaller crop taken
+# 10: a partly covered product boxed whole over the video (workers.analysis.localise.whole_boxes); a smaller crop taken
 #     only where it can hold the whole subject.
 # 11: windows may start on any sample, not only on the sampling grid.
 # 12: a plain product is located by its colours only from a studio shot; captions followed over shot cuts.

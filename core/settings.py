@@ -2,6 +2,9 @@
 
 Values come from `REELGEN_*` environment variables, an optional settings file named by `REELGEN_SETTINGS_FILE`
 (KEY=VALUE lines), and command-line flags that the CLI passes as overrides.
+
+Kept whole: every setting is validated in one place, one model and one loader, so that a setting's limits
+and its error message are found where it is declared.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from workers.video import VideoSource
+from workers.media.video import VideoSource
 
 HEIGHT = 300
 GAP = 12

@@ -24,8 +24,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-# re-exported: workers/saliency.py and the framing, saliency and text tests still import it from here
-from gpu_service.priority import PriorityKey as PriorityKey
+from gpu_service.priority import PriorityKey
 
 T = TypeVar("T")
 

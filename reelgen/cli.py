@@ -291,7 +291,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 def _cmd_probe(args: argparse.Namespace) -> int:
     from storage.fetch import Fetcher
-    from workers.probe import probe
+    from workers.media.probe import probe
 
     source = str(args.source)
     if "://" in source and not source.lower().startswith("file://"):

@@ -7,6 +7,9 @@ curve with the chosen window; the product box on a few frames of the window and 
 
 The page and its images live in `<out>/_reelgen/report/` by default, where no item can be (item ids never start
 with '_'), and link the clips by relative paths: the output folder can be copied, archived or served as is.
+
+Kept whole: one page; its sections share the output folder's layout and one escaping of catalog text, and
+read top to bottom as the page does.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ import numpy as np
 
 from core.errors import ReelgenError
 from core.text import printable
-from workers.video import VideoSource
+from workers.media.video import VideoSource
 
 REPORT_FOLDER = "_reelgen/report"
 RUNS_FOLDER = "_reelgen/runs"

@@ -37,13 +37,8 @@ from gpu_service.priority import PriorityKey
 from storage.addresses import shown
 from storage.manifest import ClipRecord, ItemManifest, WindowRecord, clip_key, manifest_key, write_manifest
 from storage.store import ObjectStore, left_by_dead_process, process_tag
-from workers.crop_paths import FramingParams
-from workers.framing import PAD_NO_TEXT_SAFE_CROP, PAD_TEXT_AND_SUBJECT, FramingPlan, plan_framing
-from workers.geometry import CropPath, CropRect, aspect_size
-from workers.localise import LOCATE_SIDE, Box, ProductLocator, follow, whole_boxes
-from workers.picture_area import picture_area
-from workers.render import EncodeOptions, OutputSpec, render_window
-from workers.scoring import (
+from workers.analysis.localise import LOCATE_SIDE, Box, ProductLocator, follow, whole_boxes
+from workers.analysis.scoring import (
     ANALYSIS_LONG_SIDE,
     ANALYSIS_WIDTH,
     Inference,
@@ -54,15 +49,21 @@ from workers.scoring import (
     score_frames,
     shot_signature,
 )
-from workers.segments import Segment, plan_segments
-from workers.size_spikes import without_spikes
-from workers.subject import find_subjects
-from workers.text_detection import StreamedDetection, refine_text_times, text_sample_times
-from workers.text_reading import read_regions
-from workers.text_regions import merge_text_boxes
-from workers.tracking import edge_times, track_gaps
-from workers.video import Frame, MediaLimits, VideoInfo, VideoSource
-from workers.windows import Window, best_window, detect_cuts
+from workers.analysis.size_spikes import without_spikes
+from workers.analysis.subject import find_subjects
+from workers.analysis.tracking import edge_times, track_gaps
+from workers.analysis.windows import Window, best_window, detect_cuts
+from workers.framing.crop_paths import FramingParams
+from workers.framing.picture_area import picture_area
+from workers.framing.planner import PAD_NO_TEXT_SAFE_CROP, PAD_TEXT_AND_SUBJECT, FramingPlan, plan_framing
+from workers.geometry import CropPath, CropRect, aspect_size
+from workers.media.containers import Frame, MediaLimits, VideoInfo
+from workers.media.render import EncodeOptions, OutputSpec, render_window
+from workers.media.segments import Segment, plan_segments
+from workers.media.video import VideoSource
+from workers.text.detection import StreamedDetection, refine_text_times, text_sample_times
+from workers.text.reading import read_regions
+from workers.text.regions import merge_text_boxes
 
 # A match this strong means the product is on screen; weaker best matches are background texture.
 SUBJECT_MATCH = 0.45
@@ -90,16 +91,16 @@ class Analysis:
     crop_keys: dict[str, list[tuple[float, int, int, int, int]]] = field(default_factory=dict)
     #: per aspect label: whether the clip is letterboxed instead of cropped
     padded: dict[str, bool] = field(default_factory=dict)
-    #: per letterboxed aspect label: why (one of workers.framing.PAD_REASONS)
+    #: per letterboxed aspect label: why (one of workers.framing.planner.PAD_REASONS)
     padded_reason: dict[str, str] = field(default_factory=dict)
     #: per letterboxed aspect label shown smaller than it fits, to keep its text title-safe: the share of the
-    #: fitted size (workers.title_safe)
+    #: fitted size (workers.framing.title_safe)
     picture_share: dict[str, float] = field(default_factory=dict)
     #: text regions (source pixels) on screen during the window, merged
     text_boxes: list[tuple[float, float, float, float]] = field(default_factory=list)
-    #: the picture inside the source's black bars (workers.picture_area), None when there are none
+    #: the picture inside the source's black bars (workers.framing.picture_area), None when there are none
     picture: tuple[float, float, float, float] | None = None
-    #: detected regions that no sample reads as text (workers.text_reading), merged; read only where a clip
+    #: detected regions that no sample reads as text (workers.text.reading), merged; read only where a clip
     #: would be letterboxed for text
     unread_text_boxes: list[tuple[float, float, float, float]] = field(default_factory=list)
     #: aspect labels whose crops were planned past the unread regions instead of letterboxing the clip
@@ -204,10 +205,10 @@ class SampleScore:
     box: tuple[float, float, float, float] | None
     signature: list[float]
     #: where the product's features found it: the part of the main image seen again, and the homography
-    #: into the source (workers.localise.whole_boxes completes the box over every segment's samples)
+    #: into the source (workers.analysis.localise.whole_boxes completes the box over every segment's samples)
     seen: tuple[float, float, float, float] | None = None
     homography: tuple[float, ...] = ()
-    #: the product's own pixels' bounds in the main image, where known (workers.localise.Located.whole)
+    #: the product's own pixels' bounds in the main image, where known (workers.analysis.localise.Located.whole)
     whole: tuple[float, float, float, float] | None = None
 
     @property
@@ -230,7 +231,7 @@ def score_samples(
     scorer: str = "template",
     text: str = "",
 ) -> list[SampleScore]:
-    """Score sampled frames (any size): where the product is (workers.localise, in this process), how well the
+    """Score sampled frames (any size): where the product is (workers.analysis.localise, in this process), how well the
     frame shows it and how it looks (the inference daemon), and each frame's shot signature.
 
     Where the locator places the product is the evidence of presence; frames where it does not keep a fraction
@@ -244,7 +245,7 @@ def score_samples(
     window elsewhere; a toy on a shelf, the shelf's photo its main image, placed by its colours and valued
     0.28-0.30 a sample against a street's 0.23-0.24 by the blob's confidence alone, its window elsewhere in 2 of
     103 items). The box is the located one (followed from a neighbouring sample where the
-    features lose it: workers.localise.follow, over these frames, which are one segment's samples in time
+    features lose it: workers.analysis.localise.follow, over these frames, which are one segment's samples in time
     order); the template scorer's own box is used only for a plain, colourful product it matches strongly (a
     grey one's match lands on grey walls and roads as readily: only its outline places it), narrowed to the
     blob of the product's colours there where its own pixels are known and the blob looks like them
@@ -322,7 +323,7 @@ def sample_segment(
 
 def choose(info: VideoInfo, samples: list[SampleScore], config: OutputConfig) -> Analysis:
     """Merge every segment's samples and choose the window, with the product's boxes round it (whole where part
-    of it was hidden, without one-sample size spikes: workers.size_spikes); frame_window then plans every
+    of it was hidden, without one-sample size spikes: workers.analysis.size_spikes); frame_window then plans every
     aspect's crop path."""
     samples = sorted(samples, key=lambda s: s.t)
     times = [s.t - info.start_s for s in samples]
@@ -417,10 +418,10 @@ def frame_window(
     The daemon detects text (at text_detection.TEXT_FPS on frames with the long side at most TEXT_MAX_SIDE),
     faces and saliency on the same samples; text appearance times are refined on a dense grey decode (dense_width).
     The subject is the located product wherever the window shows it, tracked through the dense frames to the
-    samples that lost it (workers.tracking); in a window without it, the faces, else the most salient blob
-    (workers.subject). Crops stay inside the picture when the source has black bars
-    (workers.picture_area). Where text would letterbox a clip, the daemon reads the detected regions, and the
-    clip is cropped past those that do not read as text when that is enough (workers.text_reading).
+    samples that lost it (workers.analysis.tracking); in a window without it, the faces, else the most salient blob
+    (workers.analysis.subject). Crops stay inside the picture when the source has black bars
+    (workers.framing.picture_area). Where text would letterbox a clip, the daemon reads the detected regions, and the
+    clip is cropped past those that do not read as text when that is enough (workers.text.reading).
     """
     window = analysis.window
     size = (info.width, info.height)
@@ -495,7 +496,7 @@ def tracked_through(
     analysis: Analysis, dense: Sequence[tuple[float, np.ndarray]], source_size: tuple[int, int], step_s: float
 ) -> Analysis:
     """The analysis with boxes for the window's samples that lost the product (step_s apart), carried there
-    through its dense grey frames from the samples that located it (workers.tracking): a window whose
+    through its dense grey frames from the samples that located it (workers.analysis.tracking): a window whose
     samples found the product once, near its end, shows it throughout as much as one found more often. Between
     a sample with a box and a neighbour left without one, boxes are tracked at the crop planner's key step
     too: the frames where the product slides into view before the first sample that saw it."""

@@ -8,10 +8,10 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
+from workers.analysis.windows import Window
+from workers.media.containers import Timing, VideoInfo
+from workers.media.segments import Segment
 from workers.pipeline import Analysis, SampleScore
-from workers.segments import Segment
-from workers.video import Timing, VideoInfo
-from workers.windows import Window
 
 Json = dict[str, Any]
 

@@ -46,7 +46,7 @@ from storage.fetch import Fetcher
 from storage.store import ObjectStore, open_store
 from workers import pipeline
 from workers.fanin import SegmentResults
-from workers.render import EncodeOptions
+from workers.media.render import EncodeOptions
 from workers.stage_state import (
     analysis_from_json,
     analysis_to_json,

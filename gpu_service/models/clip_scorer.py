@@ -24,9 +24,12 @@ across requests. Outputs per frame:
 - `match` (0..1): a logistic of the frame's cosine similarity to the image and to the text embedding, each
   centred and scaled by what CLIP typically gives for a match (the constants below), weighted 0.7 / 0.3;
 - `quality` (0..1): template_match's sharpness and exposure prior, on the model's input pixels;
-- `box`: NaN. CLIP does not localise; workers.scoring turns a non-finite box into None, so framing falls back
+- `box`: NaN. CLIP does not localise; workers.analysis.scoring turns a non-finite box into None, so framing falls back
   to saliency instead of mistaking the whole frame for the product;
 - `image_similarity`, `text_similarity`: the raw cosines (NaN where that context was absent), for calibration.
+
+Kept whole: both checkpoint layouts load into one backend interface that the scorer's caching and batching
+read; only this model uses the loaders.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 The spectral residual marks what stands out from a frame's statistically expected background; it needs nothing
 but FFTs, batched here over frames on the daemon's device. The method looks for "proto-objects", coarse by
 design (the paper works 64 px wide), so clients send frames already shrunk to the map size they want (the
-workers: 128 wide) and the map has the frames' size. The client (workers/saliency.py) turns maps into subject
+workers: 128 wide) and the map has the frames' size. The client (workers/analysis/saliency.py) turns maps into subject
 boxes: it removes text regions and picks the blob holding the most salient mass.
 
 Output per frame: `map`, the un-normalised saliency (frame height × width, float32); requests batch only with

@@ -40,7 +40,7 @@ from gpu_service.models.clip_scorer import (
 )
 from gpu_service.priority import PriorityKey
 from gpu_service.registry import LoadedModel
-from workers.scoring import SCORERS, FrameScore, item_text, score_frames, scorer_context, scorer_spec
+from workers.analysis.scoring import SCORERS, FrameScore, item_text, score_frames, scorer_context, scorer_spec
 
 transformers = pytest.importorskip("transformers")
 

@@ -23,7 +23,7 @@ import pytest
 
 from devtools import real_media
 from tests.support.media_matrix import build
-from workers.video import REPAIR_DAMAGED
+from workers.media.video import REPAIR_DAMAGED
 
 REELGEN = str(Path(sys.executable).with_name("reelgen"))
 REAL = (

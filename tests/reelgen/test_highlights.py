@@ -9,8 +9,8 @@ import pytest
 from core.settings import load_settings
 from reelgen.evaluation import evaluate, overlap_fraction, report
 from reelgen.sample_catalog import write_sample_catalog
+from workers.media.containers import VideoInfo
 from workers.pipeline import SampleScore, choose
-from workers.video import VideoInfo
 
 
 def test_overlap_fraction() -> None:

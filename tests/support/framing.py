@@ -16,14 +16,14 @@ import numpy as np
 
 from gpu_service.priority import PriorityKey
 from reelgen.sample_catalog import Truth
-from workers.framing import FramingPlan, plan_framing
+from workers.analysis.scoring import Inference, product_template, shot_signature
+from workers.analysis.subject import find_subjects
+from workers.analysis.windows import Window, best_window, detect_cuts
+from workers.framing.planner import FramingPlan, plan_framing
 from workers.geometry import Box, CropRect
-from workers.render import EncodeOptions, OutputSpec, render_window
-from workers.scoring import Inference, product_template, shot_signature
-from workers.subject import find_subjects
-from workers.text_detection import detect_text, refine_text_times, text_sample_times
-from workers.video import VideoSource
-from workers.windows import Window, best_window, detect_cuts
+from workers.media.render import EncodeOptions, OutputSpec, render_window
+from workers.media.video import VideoSource
+from workers.text.detection import detect_text, refine_text_times, text_sample_times
 
 KEY = PriorityKey(0.0, 0.0)
 SAMPLE_FPS = 2.0

@@ -16,7 +16,7 @@ from gpu_service.local import LocalInference
 from gpu_service.models.faces import builtin_cascade_path
 from gpu_service.priority import PriorityKey
 from tests.support.pictures import face_frame
-from workers.faces import FACE_WIDTH, detect_faces, faces_box
+from workers.analysis.faces import FACE_WIDTH, detect_faces, faces_box
 
 KEY = PriorityKey(0.0, 0.0)
 

@@ -8,8 +8,9 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pytest
 
-from workers.crop_paths import FramingParams
-from workers.framing import (
+from workers.analysis.windows import Window
+from workers.framing.crop_paths import FramingParams
+from workers.framing.planner import (
     PAD_NO_TEXT_SAFE_CROP,
     PAD_SUBJECT_TOO_BIG,
     PAD_TEXT_AND_SUBJECT,
@@ -18,9 +19,8 @@ from workers.framing import (
 )
 from workers.geometry import Box, CropRect, near_aspect
 from workers.pipeline import Analysis, product_samples
-from workers.text_detection import text_sample_times
-from workers.text_regions import merge_text_boxes, text_union
-from workers.windows import Window
+from workers.text.detection import text_sample_times
+from workers.text.regions import merge_text_boxes, text_union
 
 W, H = 640, 360
 FPS = 25

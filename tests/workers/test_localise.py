@@ -35,7 +35,7 @@ from tests.support.placements import backgrounds as _backgrounds
 from tests.support.placements import pasted as _pasted
 from tests.support.placements import read_rgb as _read
 from tests.support.placements import whale_on_shelf as _whale
-from workers.localise import (
+from workers.analysis.localise import (
     FOLLOW_STEPS,
     NOT_FOUND,
     Box,

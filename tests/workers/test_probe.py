@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 
 from tests.support.media_matrix import build
-from workers.video import REPAIR_DAMAGED, Timing
+from workers.media.containers import Timing
+from workers.media.video import REPAIR_DAMAGED
 
 REELGEN = str(Path(sys.executable).with_name("reelgen"))
 

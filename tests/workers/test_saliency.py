@@ -10,7 +10,7 @@ import pytest
 from gpu_service.local import LocalInference
 from gpu_service.priority import PriorityKey
 from tests.support.scenes import centre_inside, scene
-from workers.saliency import MAP_WIDTH, SALIENCY_MODEL, saliency
+from workers.analysis.saliency import MAP_WIDTH, SALIENCY_MODEL, saliency
 
 KEY = PriorityKey(0.0, 0.0)
 

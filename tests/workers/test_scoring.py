@@ -14,8 +14,7 @@ from gpu_service.local import LocalInference
 from gpu_service.priority import PriorityKey
 from tests.support.inference import Recording
 from tests.support.placements import FRAME, backgrounds, pasted, whale_on_shelf
-from workers.pipeline import UNLOCATED_WEIGHT, score_samples
-from workers.scoring import (
+from workers.analysis.scoring import (
     ANALYSIS_WIDTH,
     FrameScore,
     frame_looks,
@@ -23,7 +22,8 @@ from workers.scoring import (
     score_frames,
     shot_signature,
 )
-from workers.video import Frame, VideoInfo
+from workers.media.containers import Frame, VideoInfo
+from workers.pipeline import UNLOCATED_WEIGHT, score_samples
 
 KEY = PriorityKey(0.0, 0.0)
 

@@ -4,7 +4,7 @@ import pytest
 import redis
 
 from workers.fanin import SegmentResults
-from workers.segments import plan_segments
+from workers.media.segments import plan_segments
 
 
 def _all_times(segments: list) -> list[float]:  # type: ignore[type-arg]

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
+from workers.analysis.size_spikes import without_spikes
 from workers.geometry import Box
-from workers.size_spikes import without_spikes
 
 ORANGE: Box = (800.0, 360.0, 1000.0, 560.0)
 #: the orange's colour blob joined to the cheek and chin beside it (a real one: 2.7 times the orange's area)

@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from workers.analysis.windows import Window
+from workers.media.containers import Timing, VideoInfo
+from workers.media.segments import Segment
 from workers.pipeline import Analysis, SampleScore
-from workers.segments import Segment
 from workers.stage_state import (
     analysis_from_json,
     analysis_to_json,
@@ -17,8 +19,6 @@ from workers.stage_state import (
     segment_from_json,
     segment_to_json,
 )
-from workers.video import Timing, VideoInfo
-from workers.windows import Window
 
 
 def through_broker(data: dict[str, Any]) -> dict[str, Any]:

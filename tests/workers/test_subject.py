@@ -10,9 +10,9 @@ from gpu_service.priority import PriorityKey
 from tests.support.inference import Recording
 from tests.support.pictures import face_frame
 from tests.support.scenes import centre_inside, scene
-from workers.faces import FACE_MODEL
-from workers.saliency import SALIENCY_MODEL
-from workers.subject import find_subjects
+from workers.analysis.faces import FACE_MODEL
+from workers.analysis.saliency import SALIENCY_MODEL
+from workers.analysis.subject import find_subjects
 
 KEY = PriorityKey(0.0, 0.0)
 SIZE = (640, 360)

@@ -21,10 +21,11 @@ from gpu_service import registry
 from gpu_service.local import LocalInference
 from gpu_service.models import text_read
 from gpu_service.models.text_detect import builtin_model_path
-from gpu_service.scheduler import PriorityKey
+from gpu_service.priority import PriorityKey
 from tests.support.inference import Recording
 from workers.geometry import Box
-from workers.text_detection import (
+from workers.media.containers import Frame
+from workers.text.detection import (
     TEXT_FPS,
     TEXT_MODEL,
     StreamedDetection,
@@ -33,7 +34,6 @@ from workers.text_detection import (
     refine_text_times,
     text_sample_times,
 )
-from workers.video import Frame
 
 KEY = PriorityKey(0.0, 0.0)
 

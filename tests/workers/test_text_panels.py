@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 from gpu_service.local import LocalInference
-from gpu_service.scheduler import PriorityKey
+from gpu_service.priority import PriorityKey
 from workers.geometry import Box
-from workers.text_detection import detect_text
-from workers.text_panels import with_panel
-from workers.text_regions import text_clearance
+from workers.text.detection import detect_text
+from workers.text.panels import with_panel
+from workers.text.regions import text_clearance
 
 FONT = cv2.FONT_HERSHEY_DUPLEX
 

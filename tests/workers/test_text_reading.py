@@ -1,4 +1,4 @@
-"""Reading detected text (the daemon's text_read model, workers.text_reading) on real footage: the detector takes
+"""Reading detected text (the daemon's text_read model, workers.text.reading) on real footage: the detector takes
 a face's eyes and teeth for text, the recogniser does not read them, and a clip letterboxed only for them is
 cropped past them, while a caption in the same place still letterboxes it."""
 
@@ -18,13 +18,13 @@ from gpu_service.local import LocalInference
 from gpu_service.models.text_strip import STRIP_HEIGHT
 from gpu_service.priority import PriorityKey
 from tests.support.portrait import CAPTION, SIDE, portrait
-from workers.framing import PAD_TEXT_AND_SUBJECT
+from workers.analysis.windows import Window
+from workers.framing.planner import PAD_TEXT_AND_SUBJECT
 from workers.geometry import iou
+from workers.media.video import VideoSource
 from workers.pipeline import Analysis, Decoding, frame_window
-from workers.text_detection import detect_text
-from workers.text_reading import STRIP_WIDTH, read_regions, strip
-from workers.video import VideoSource
-from workers.windows import Window
+from workers.text.detection import detect_text
+from workers.text.reading import STRIP_WIDTH, read_regions, strip
 
 KEY = PriorityKey(0.0, 0.0)
 

@@ -5,7 +5,7 @@ import random
 import pytest
 
 from workers.geometry import Box, CropLine
-from workers.text_regions import TextTrack, safe_positions, text_clearance
+from workers.text.regions import TextTrack, safe_positions, text_clearance
 
 
 def _cuts(line: CropLine, box: Box, margin: float, x: int) -> bool:

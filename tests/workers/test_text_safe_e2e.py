@@ -23,9 +23,9 @@ from tests.support.framing import (
     touches_edge,
     truth_frame,
 )
-from workers.crop_paths import FramingParams
+from workers.framing.crop_paths import FramingParams
 from workers.geometry import near_aspect
-from workers.text_detection import detect_text
+from workers.text.detection import detect_text
 
 ASPECTS = [(1, 1), (2, 3), (3, 4), (4, 5), (9, 16), (16, 9)]
 ITEMS = ("sku-0001", "sku-0002")

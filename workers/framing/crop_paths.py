@@ -14,6 +14,9 @@ throughout gets a steady crop.
 Where text stands between every such path and the subject, the programme may instead plan several lines at
 once (lanes: crops of other sizes or places across the moving axis) and jump between them, and along them,
 inside a shot as at a cut.
+
+Kept whole: the planning keys, the corridor programme and the smoothing share one model of a shot (Segment,
+Lane, the position grid); apart, each would re-derive the others' indexing.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from typing import TypeVar
 import numpy as np
 
 from workers.geometry import Box, CropLine
-from workers.text_regions import Interval, TextTrack, containing, intersect
+from workers.text.regions import Interval, TextTrack, containing, intersect
 
 
 @dataclass(frozen=True)

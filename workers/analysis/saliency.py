@@ -8,7 +8,7 @@ product and wins; where it does not (the product turned, blurred, or absent), th
 Text regions are removed from the map first, because captions are the most salient thing in a promo frame and
 are never the subject.
 
-Faces (workers/faces.py) rank between the two: trusted less than the product's own match, more than a blob.
+Faces (workers/analysis/faces.py) rank between the two: trusted less than the product's own match, more than a blob.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import cv2
 import numpy as np
 
 from gpu_service.priority import PriorityKey
+from workers.analysis.scoring import Inference
 from workers.geometry import Box, grown_box
-from workers.scoring import Inference
 
 #: the daemon's saliency model
 SALIENCY_MODEL = "saliency"

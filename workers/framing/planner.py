@@ -6,7 +6,10 @@ cent larger), then smaller ones placed past captions (zooms), then a path that
 jumps inside a shot, as at a cut, between places and sizes of crop; only when none will do is the shown region
 widened along the moving axis until a path exists, and the clip letterboxed over a blurred fill (`padded`), with
 its reason (PAD_REASONS). The path itself is planned per shot by
-workers.crop_paths; geometry is workers.geometry, text regions workers.text_regions. Pure: no I/O.
+workers.framing.crop_paths; geometry is workers.geometry, text regions workers.text.regions. Pure: no I/O.
+
+Kept whole: the ladder of tries for one aspect (largest, spanning, zooms, jumps, letterbox) shares one plan
+state, and their order is the design; the arithmetic of each try is in crop_paths and geometry.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from functools import cached_property
 
 import numpy as np
 
-from workers.crop_paths import (
+from workers.framing.crop_paths import (
     CUT_EPSILON_S,
     HELD_SHARE,
     FramingParams,
@@ -30,6 +33,7 @@ from workers.crop_paths import (
     route_positions,
     route_segment,
 )
+from workers.framing.title_safe import title_safe_share
 from workers.geometry import (
     AspectSize,
     Box,
@@ -45,8 +49,7 @@ from workers.geometry import (
     spanning_size,
     zoomed_size,
 )
-from workers.text_regions import Interval, TextTrack, safe_positions, text_clearance, text_union
-from workers.title_safe import title_safe_share
+from workers.text.regions import Interval, TextTrack, safe_positions, text_clearance, text_union
 
 # Why a clip is letterboxed: cropping is the rule, these are the only exceptions.
 PAD_SUBJECT_TOO_BIG = "the subject is larger than the crop"
@@ -81,7 +84,7 @@ class FramingPlan:
     #: the motion bounds off the subject
     jumps: tuple[float, ...] = ()
     #: when padded, the share of its fitted size at which the region is shown: small enough that its text keeps
-    #: inside the clip's title-safe area (workers.title_safe); 1 when cropped
+    #: inside the clip's title-safe area (workers.framing.title_safe); 1 when cropped
     picture_share: float = 1.0
 
     @property
@@ -244,7 +247,7 @@ def _too_big_keys(segment: Segment, line: CropLine, held: float) -> np.ndarray:
 
 
 def _forced(segments: Sequence[Segment], line: CropLine) -> int:
-    """Keys where the line has text-safe positions but none holds the subject (workers.crop_paths.Lane.forced):
+    """Keys where the line has text-safe positions but none holds the subject (workers.framing.crop_paths.Lane.forced):
     misses on every path along it. Keys with no text-safe position at all are left to the planner, whose
     failure there says that every crop cuts text."""
     count = 0
@@ -616,7 +619,7 @@ def plan_framing(
     cuts: shot cut times, where the crop may jump; stand_ins: sample times whose subject is not the product but
     what stands in for it (faces, saliency): one larger than the crop is cropped, not letterboxed, as only the
     product's size justifies showing the whole frame. picture: the source's picture inside black bars
-    (workers.picture_area), which crops and letterboxed regions stay inside as they stay inside the frame. Pure:
+    (workers.framing.picture_area), which crops and letterboxed regions stay inside as they stay inside the frame. Pure:
     no I/O.
     """
     if end <= start:

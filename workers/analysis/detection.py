@@ -7,8 +7,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from gpu_service.priority import PriorityKey
+from workers.analysis.scoring import Inference
 from workers.geometry import Box, scale_box
-from workers.scoring import Inference
 
 
 def detect_boxes(

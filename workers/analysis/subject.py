@@ -12,10 +12,10 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from gpu_service.priority import PriorityKey
-from workers.faces import detect_faces, faces_box
+from workers.analysis.faces import detect_faces, faces_box
+from workers.analysis.saliency import saliency
+from workers.analysis.scoring import Inference
 from workers.geometry import Box, moved_box
-from workers.saliency import saliency
-from workers.scoring import Inference
 
 #: a fallback detector: the frames at these indices → one subject box (or None) per index
 _Fallback = Callable[[list[int]], list[Box | None]]
@@ -35,7 +35,7 @@ def find_subjects(
 
     `matched` holds the main-image match per frame (None where it is too weak); `text_boxes` the text regions
     per frame, left out of the saliency map so that captions never pass for the subject; `picture` the source's
-    picture inside black bars (workers.picture_area), which the fallbacks look at alone: a bar's edge is the
+    picture inside black bars (workers.framing.picture_area), which the fallbacks look at alone: a bar's edge is the
     most salient line of a frame.
     """
     if picture is not None:

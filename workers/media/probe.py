@@ -17,8 +17,9 @@ import av
 import av.error
 
 from core.errors import ReelgenError
-from workers.render import output_rate
-from workers.video import VideoSource, open_media
+from workers.media.containers import open_media
+from workers.media.render import output_rate
+from workers.media.video import VideoSource
 
 
 @dataclass

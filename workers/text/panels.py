@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from workers.geometry import Box
-from workers.text_regions import text_clearance
+from workers.text.regions import text_clearance
 
 #: a panel reaches past the detected glyphs by at most this share of their box's height on any side: its
 #: padding, or a glyph the detector missed, which is at most about as wide as the line is tall (the minus

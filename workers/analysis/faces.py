@@ -12,9 +12,9 @@ import cv2
 import numpy as np
 
 from gpu_service.priority import PriorityKey
-from workers.detection import detect_boxes
+from workers.analysis.detection import detect_boxes
+from workers.analysis.scoring import Inference
 from workers.geometry import Box
-from workers.scoring import Inference
 
 FACE_MODEL = "faces"
 #: frames go to the detector this wide: a cascade's cost grows with the pixel count, and faces that steer a

@@ -24,10 +24,10 @@ import numpy as np
 
 from gpu_service.models.text_strip import STRIP_HEIGHT
 from gpu_service.priority import PriorityKey
+from workers.analysis.scoring import Inference
 from workers.geometry import Box, iou
-from workers.scoring import Inference
-from workers.text_detection import pixels_in
-from workers.text_regions import SAME_REGION_IOU
+from workers.text.detection import pixels_in
+from workers.text.regions import SAME_REGION_IOU
 
 #: the daemon's text recognition model
 READ_MODEL = "text_read"

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from workers.geometry import Box, even_down, even_up, grown_box
-from workers.text_regions import text_clearance
+from workers.text.regions import text_clearance
 
 #: a pixel this dark in every channel (of 255) is black; studio black is 16 in limited-range video
 DARK = 28

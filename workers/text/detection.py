@@ -17,12 +17,12 @@ import cv2
 import numpy as np
 
 from gpu_service.priority import PriorityKey
-from workers.detection import detect_boxes
+from workers.analysis.detection import detect_boxes
+from workers.analysis.scoring import Inference
 from workers.geometry import Box, box_union, iou, scale_box
-from workers.scoring import Inference
-from workers.text_panels import with_panel
-from workers.text_regions import SAME_REGION_IOU
-from workers.video import Frame
+from workers.media.containers import Frame
+from workers.text.panels import with_panel
+from workers.text.regions import SAME_REGION_IOU
 
 #: the daemon's text detection model
 TEXT_MODEL = "text_detect"

@@ -2,10 +2,10 @@
 
 Everything the parent holds by then (Celery, the task modules, cv2, PyAV, numpy, pydantic) lives as long as the
 worker. Moved to the garbage collector's permanent generation, it is never walked again: not by the parent's
-last collection at exit (an idle worker's SIGTERM-to-exit went from ~0.45 to ~0.3 s), and not by the children's
-full collections, which would otherwise touch the reference counts of every inherited object and so copy those
-pages into each child (the copy-on-write sharing Python's `gc.freeze` documentation describes; on a 6-item run
-the children's unique memory was 367–411 MiB with or without it: their own frames and encoders dominate).
+last collection at exit (walking it is about a third of an idle worker's time from SIGTERM to exit), and not by
+the children's full collections, which would otherwise touch the reference counts of every inherited object and so
+copy those pages into each child (the copy-on-write sharing Python's `gc.freeze` documentation describes; the
+pages it saves are few beside the children's own frames and encoders, which dominate their memory).
 """
 
 from __future__ import annotations

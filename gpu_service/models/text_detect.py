@@ -3,8 +3,8 @@
 (db_postprocess.py). Needs no download.
 
 Detection runs on every text sample (where text is, not what it says): the crop planner needs regions to keep
-whole, and recognition of every region would cost about twice as much again (~0.87 s against ~0.33 s per 720p
-frame on 2 cores); the recogniser (text_read.py) reads regions only where text would letterbox a clip.
+whole, and recognising every region would cost about twice the detection again; the recogniser (text_read.py)
+reads regions only where text would letterbox a clip.
 Frames are downscaled so their long side is at most `MAX_SIDE` (never upscaled: rapidocr's own default scales
 the SHORT side up to 736, which quadruples the cost of a 640×360 frame for no gain on caption-sized text).
 

@@ -1,66 +1,37 @@
-"""Where the product is in a frame, from its main image, without model weights: local features first, colour
-second, outline last.
+"""Where the product is in a frame, from its main image, without model weights: local features first, colour second,
+outline last.
 
 A seller's main image is a studio shot of the product; in the video the same product is turned, tilted, scaled,
-re-lit, partly covered and held in a hand. Normalised cross-correlation of the whole image at fixed scales
-fails on all of that, and on real footage its best position is somewhere on the background as often as not.
-Local features survive it: ORB keypoints of the product matched to the frame's (Lowe's ratio test), then a
-RANSAC homography that only a rigid, planar-ish object seen again can satisfy, give the product's outline as a
-quadrilateral and a confidence from the number of agreeing matches. That outline is the whole main image's,
-which often shows more than the product (a photo to its edges, a plain border round a whole scene): the box is
-the region where the main image, warped by the homography, agrees with the frame around the agreeing
-keypoints. Where a hand covers part of the product only the rest agrees; over a video, whole_boxes gives every
-such frame the extent that the frames seeing the product whole agree on, and at least the extent of the
-product's own pixels in the main image where those are an outline (a hand may hide the same side throughout: on
-bench/locate.py's development half, boxes holding 90 % of the product 539 → 602 of 952 found). ORB on frames
-with a 768 px long side found all 48 of tests/workers/test_localise.py's turned, tilted, re-lit and partly
-covered placements, as SIFT on 640 px frames did, at under a third of SIFT's cost (18 against 60 ms a frame on
-2 loaded cores, 1500 keypoints kept). A product seen smaller than the main image's keypoint pyramid reaches is
-matched by the keypoints of a small copy of the image, where the image's own find nothing. A product a tenth of a
-frame's height or less is smaller than the patch ORB describes a keypoint by, and the frame's keypoints there
-describe the background round it as much: where they find nothing, the frame scaled up twice is searched again (on
-every other sample of a run where nothing was found, and outwards from where that finds it: bench/locate.py's tuning
-half, product frames found 762 → 795 of 1215, items never found 32 → 28, frames without the product where something
-was found 2 → 2). Plain, low-texture products have
-too few keypoints for that, and a textured one seen small or blurred loses them; there the product's colours
-(a hue–saturation histogram of its own pixels: a studio shot's foreground, or the product cut cleanly out of a
-photo to its edges) give a blob, trusted less, where the product has colours at all and the blob's pixels look
-like the product's (LOOK_NCC; a face of its hues beside it is often the larger blob, and a smaller one that looks
-much like it is the product), and colours alone are no evidence (on bench/locate.py's development half, an
-apple's colours boxed faces, brick windows and a red sign in 190 of 2585 frames that did not show it; with its
-look, in 1). A blob often holds only the product's lit side: it grows over the neighbouring pixels of a
-fainter colour match while that makes it look more like the product. A hand of the product's hues holding it
-often joins its blob, matching the product's colours less strongly than its own pixels do: where the blob's
-pixels near its strongly matching core look more like the product, they are its box (bench/locate.py's
-development half: boxes over 1.5 times the product's area 18 → 12, with 24 fewer holding 90 % of it;
-bench/quality.py's: letterboxes no reason justifies 12 → 9). A product under another light than its
-photo's has other hues (a teal toy under a gain of 0.8–1.2 per channel left its photo's histogram bins): where
-no blob of a plain product's colours as the photo shows them looks like it, its colours under warmer, cooler,
-greener and redder light are tried (LIGHTS; bench/locate.py's development half: product frames found
-936 → 948, held 784 → 789, items never found 18 → 16; the tuning half has no plain colourful product), and
-where those find nothing, each of a few stronger lights on its own (STRONG_LIGHTS: found 975 → 1007, never
-found 14 → 11, background finds 2 → 2). Turned and tilted far back, half covered by a hand, a product's pixels
-no longer look like its photo's even where its colours are found; for a product whose colours are not skin's (a
-teal toy, not an apple: a hand or a face brings a second blob of an apple's hues), the frame's one blob of its
-colours is the product where it holds nearly all of them (DISTINCT_SHARE; bench/locate.py's development half:
-product frames found 1013 → 1112, held 871 → 910, items never found 11 → 5, background finds 1 → 1; its
-tuning half unchanged), and, where no blob of them is alone, the one blob of its colours under a few strong
-green casts (CAST_LIGHTS: lit apart from its scene, the teal toy turned green; found 1112 → 1129, held
-910 → 921, never found 5 → 3). Taking LIGHTS from the start let blobs run into the background and found
-fewer (936 → 875); for a textured product, whose colours only stand in for features lost for a moment, the
-other lights' blobs displaced the boxes followed from the samples its features found (the tuning half's re-lit
-coffee cup). A plain grey or dark product has only its
-outline to go by: it is found where the pixels inside its silhouette stand out from those round it (a dark
-tumbler against a wall), held close also where it runs a little past the frame's edge (the part on screen is
-its box), and not in a busy scene, where they rarely do and many things stand out as much (the crop then follows
-faces or saliency). A photo of the product among other things (a toy on a shelf of toys)
-is found whole in no frame of a video of the toy alone: where nothing of it is found in a run of samples, each
-of its parts (regions of one colour that are solid things, with colours of their own) is looked for as a
-product of its own, and the part found in the most samples, at least three, is the product (bench/locate.py's
-development half, where a teal whale is one of a shelf's toys: items never found 25 → 18). Where the features
-lose a product for a sample or two (a swing blurs it, a hand covers its print, it turns a side the main image
-does not show), follow finds the product's own pixels from the neighbouring sample again, and only there: its
-colour, and the way back to where it came from, must agree. Pure: arrays in, boxes out.
+re-lit, partly covered and held in a hand. Correlating the whole image at fixed scales fails on all of that. Local
+features survive it: ORB keypoints of the product matched to the frame's (Lowe's ratio test), then a RANSAC
+homography that only a rigid, planar-ish object seen again can satisfy, give the product's outline and a confidence
+from the number of agreeing matches; ORB on frames LOCATE_SIDE long finds what SIFT finds, at a fraction of its
+cost. The outline is the whole main image's, often more than the product: the box is where the warped image agrees
+with the frame round the agreeing keypoints. A product seen smaller than the image's keypoint pyramid reaches is
+matched by a small copy's keypoints; one smaller than ORB's keypoint patch is looked for again on the frame scaled
+up (FINE_SCALE), on every other sample of a run that found nothing and outwards from where that finds it.
+
+A plain product has too few keypoints, and a textured one seen small or blurred loses them; there its colours (a
+hue–saturation histogram of its own pixels: a studio shot's foreground, or the product cut cleanly out of a photo to
+its edges) give a blob, trusted less. Colours alone are no evidence, as a product's hues also cover faces, walls and
+signs: a blob counts where its pixels look like the product's (LOOK_NCC). It grows over fainter colour matches while
+that makes it look more like the product (a blob often holds only the lit side), and keeps to its strongly matching
+core where a hand of the same hues has joined it. A plain product under another light than its photo's has other
+hues: where its colours as photographed find nothing, they are tried under warmer, cooler, greener and redder light
+(LIGHTS), then under each of a few stronger lights alone (STRONG_LIGHTS); taken from the start, the other lights'
+blobs would run into the background. For a product whose colours are not skin's (a hand or a face brings a second
+blob of skin's hues), the frame's one blob of its colours is the product where it holds nearly all of them
+(DISTINCT_SHARE), and where no blob is alone, the one blob under a few strong green casts (CAST_LIGHTS). A plain
+grey or dark product has only its outline: it is found where the pixels inside its silhouette stand out from those
+round it, also where it runs a little past the frame's edge, and not in a busy scene, where many things stand out as
+much. A photo of the product among other things is found whole in no frame: where a run of samples finds nothing,
+each of its parts is looked for on its own, and the part found in the most samples (at least three) is the product.
+
+Over a video, whole_boxes completes a box a hand cuts short to the extent the frames seeing the product whole agree
+on, and at least to its own pixels' extent in the main image where those are an outline (a hand may hide the same
+side throughout). Where the features lose the product for a sample or two (a swing blurs it, it turns a side the
+main image does not show), follow finds its pixels from the neighbouring sample again, where their colour and the
+way back agree. The figures behind these choices are measured in docs/performance.md. Pure: arrays in, boxes out.
 """
 
 from __future__ import annotations
@@ -82,9 +53,8 @@ TEMPLATE_SIDE = 320
 #: frames are searched at this long side (scaled up or down): small products need the pixels
 LOCATE_SIDE = 768
 #: keypoints kept per image, the strongest (a frame's; the main image, at TEMPLATE_SIDE, has fewer): a busy
-#: scene's corners outnumber a small product's, and at 1500 a product a seventh of a frame's height in a star
-#: field or a street was found in 3 to 8 of 12 placements, at 4000 in 10 to 12; more finds nothing more on frames
-#: LOCATE_SIDE long (bench/locate.py)
+#: scene's corners outnumber a small product's, and with fewer kept a product a seventh of a frame's height in a
+#: star field or a street loses its own to them; more finds nothing more on frames LOCATE_SIDE long
 MAX_KEYPOINTS = 4000
 #: a product the features miss is looked for again on the frame scaled up this much: ORB describes a keypoint
 #: by the 31-pixel patch round it, more than the whole height of a car seen a tenth of a frame wide. Only the
@@ -117,7 +87,6 @@ IN_IMAGE_POINTS = 4000
 RATIO = 0.78
 #: a plain product's colours are evidence only when its foreground's median saturation is at least this
 #: (of 255): hue means nothing on grey, and a grey product's histogram matches every grey wall, road and sky
-#: (a grey clock "found" in 25 of 25 frames that did not show it on bench/quality.py's tuning half)
 MIN_SATURATION = 40
 
 
@@ -193,8 +162,8 @@ def _backdrop(image: np.ndarray, edge: np.ndarray) -> np.ndarray:
 CUT_SIDE = 160
 CUT_INSET = 0.05
 #: a cut is clean, and its pixels the product's, when its largest part holds this share of it, is one solid
-#: blob (this share of its convex hull: a scene of many things cuts ragged, as bench/quality.py's toy among
-#: a shelf's things did, at 0.61 against 0.91-1.0 for single objects) and covers a share of the photo between
+#: blob (this share of its convex hull: a scene of many things, such as a toy among a shelf's things, cuts
+#: ragged, a single object nearly solid) and covers a share of the photo between
 #: these (a close-up's cut is a feature of it, such as a cat's eyes)
 CUT_JOINED = 0.9
 CUT_SOLIDITY = 0.85
@@ -240,9 +209,8 @@ LIGHTS = tuple((warm, green, 1 / warm) for warm in (0.87, 1.0, 1.15) for green i
 
 #: stronger lights, each looked for on its own (the union of their colours runs into the background: an apple's
 #: reds under every one of them are also a face's and a brick wall's), where LIGHTS find nothing: a teal toy in
-#: green or blue light. A blob found under one must look much like the product (STRONG_NCC; at LOOK_NCC, faces
-#: and walls of an apple's shifted hues were boxed in 18 frames without it, against 2, on bench/locate.py's
-#: development half)
+#: green or blue light. A blob found under one must look much like the product (STRONG_NCC): at LOOK_NCC, faces
+#: and walls of an apple's shifted hues pass for it
 STRONG_LIGHTS = tuple(
     (warm, green, 1 / warm)
     for warm in (0.8, 1.0, 1.25)
@@ -253,9 +221,8 @@ STRONG_NCC = 0.6
 STRONG_SCALE = 0.5
 #: green casts stronger still (green 1.4 times the other two channels together, from warmer to cooler), under
 #: which a product whose colours are not skin's is looked for as the frame's one blob of them: lit apart from its
-#: scene, a teal toy turns green and looks too little like its photo for STRONG_NCC (bench/locate.py's
-#: development half: a whale unfound in every frame of 2 items is found in 17 of their 23; the strong lights'
-#: one blob, searched as well, boxed a purple sky in 3 frames without it, the casts none)
+#: scene, a teal toy turns green and looks too little like its photo for STRONG_NCC. The strong lights are not
+#: searched for one blob so: under their shifts of hue a background (a purple sky) can be the frame's one blob
 CAST_LIGHTS = tuple((warm, 1.4, 1 / warm) for warm in (0.8, 0.9, 1.0, 1.12, 1.25))
 
 
@@ -621,8 +588,7 @@ class ProductLocator:
         x1, y1 = min(float(w), float(quad[:, 0].max())), min(float(h), float(quad[:, 1].max()))
         # The product is the part of the main image seen again in the frame: the pixels where the image, warped
         # by the homography, agrees with the frame, joined to the agreeing keypoints (which cluster where the
-        # texture is: their extent alone held a third to a half of the product on bench/quality.py's tuning
-        # half). The outline maps all the main image shows: a photo to its edges maps its surroundings too,
+        # texture is: their extent alone holds only part of the product). The outline maps all the main image shows: a photo to its edges maps its surroundings too,
         # and a plain "studio" border can frame a whole scene (a sky over a launch pad and its rocket).
         points = dst.reshape(-1, 2)[inliers.ravel().astype(bool)]
         (ex0, ey0, ex1, ey1), seen = self._seen_again(frame, homography, points, (x0, y0, x1, y1))
@@ -812,8 +778,8 @@ class ProductLocator:
             if area < frame_area * 0.003 or area < 0.3 * w * h:
                 continue
             # a blob over most of the frame is a background of the product's colours, unless it looks like the
-            # product: held up close, a product fills most of the frame (bench/locate.py's development half: a
-            # close-up apple and whale unfound in every frame, found 952 → 975, background finds 2 → 2)
+            # product: held up close, a product fills most of the frame (a close-up apple or whale), and a
+            # background rarely looks like it
             if w * h > frame_area * BACKGROUND_SHARE and not (looked and self._look is not None):
                 continue
             if alone and area < DISTINCT_SHARE * matches.pixels:
@@ -850,26 +816,24 @@ class ProductLocator:
 
 #: a blob of the product's colours is the product when its pixels, scaled to LOOK_SIDE a side, correlate with
 #: the product's own by at least LOOK_NCC (colour channels together, over the product's pixels): the colours
-#: of a red apple are a face's, a brick wall's and a red sign's too, but its shading is not (on bench/locate.py's
-#: development half: apple blobs that were faces, windows and signs at most 0.42, the apple's own at a median of
-#: 0.76)
+#: of a red apple are a face's, a brick wall's and a red sign's too, but its shading is not: such blobs correlate
+#: less than LOOK_NCC with the apple's own pixels, the apple's own blobs mostly well above it
 LOOK_SIDE = 32
 LOOK_NCC = 0.45
 #: a blob of the product's colours whose box covers more than this share of the frame is a background, unless
 #: it looks like the product
 BACKGROUND_SHARE = 0.6
 #: blobs of the product's colours, largest first, whose look is compared with the product's in a frame; one
-#: smaller than the largest is the product where it looks this much like it (bench/locate.py's development
-#: half: an orange beside a face of its hues 0.80-0.95, slices of faces and walls beside larger blobs
-#: 0.46-0.59, and just under 0.7 in one frame)
+#: smaller than the largest is the product where it looks this much like it: an orange beside a face of its
+#: hues looks well above this, slices of faces and walls beside larger blobs below it
 LOOKED_BLOBS = 3
 LOOK_NCC_SMALLER = 0.7
 #: a product whose colours are not skin's is the frame's one blob of its colours where no blob of them looks like
 #: it: the largest holding this share of the frame's pixels of them, and correlating with the product's own
-#: pixels at least DISTINCT_NCC (not against them). Turned, tilted far back and half covered, a teal toy's look
-#: was 0.1-0.4 where its blob was the whole toy (bench/locate.py's development half); a hand or a face is what
-#: brings a second blob of a product's hues into most frames, and for a product of skin's colours (an apple, an
-#: orange) its blob alone found faces in 91 frames without the product
+#: pixels at least DISTINCT_NCC (not against them). Turned, tilted far back and half covered, a teal toy looks
+#: little like its photo even where its blob is the whole toy, hence the low correlation asked; a hand or a face
+#: is what brings a second blob of a product's hues into most frames, and for a product of skin's colours (an
+#: apple, an orange) its blob alone would be a face as often as the product
 DISTINCT_SHARE = 0.9
 DISTINCT_NCC = 0.1
 #: skin's range of chroma (Cr, Cb of YCrCb, 0-255), the classic rule of thumb for skin of every tone (Chai and
@@ -1005,15 +969,14 @@ SILHOUETTE_SHARES = tuple(0.15 * 1.25**k for k in range(12))
 #: the ring round the silhouette its pixels are set against, as a share of its long side
 SILHOUETTE_RING = 0.2
 #: a product held close runs past the frame's edge: its silhouette is looked for wherever at least these
-#: shares of it and of its ring are on screen, over the pixels on screen (bench/locate.py's measure over the
-#: tuning half's grey clock: found in 155 of its 230 frames instead of 145 on screen only, and in the same 2 of
-#: the 507 frames without it; with 70 % of it and half its ring enough, as often, but in 5 of those)
+#: shares of it and of its ring are on screen, over the pixels on screen; smaller shares find it no more often
+#: and find it more often where it is not
 SILHOUETTE_SEEN = 0.9
 RING_SEEN = 0.8
 #: the product is where the pixels inside its silhouette stand out from the ring round it by this much: the
 #: squared difference of their means over the sum of their variances (Fisher's criterion; a mean difference
-#: of 1.7 pooled standard deviations). On bench/locate.py's tuning half a grey clock scored 2.75 or more in
-#: 121 of its 230 frames, in the right place in 120, and the best place in 1 of its 507 frames without it did
+#: of 1.7 pooled standard deviations): a grey product that reaches it is almost always in the right place, and
+#: a frame without the product almost never has a place that does
 SILHOUETTE_CONTRAST = 2.75
 #: grey levels' variance that flat pixels have anyway (sensor noise, compression): a flat wall in a flat ring
 #: is no outline

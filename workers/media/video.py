@@ -69,10 +69,10 @@ TIMING_PACKETS = 24
 # Frames that stop this long before the container's stated end mean the file was cut short.
 TRUNCATED_SLACK_S = 1.0
 
-# Decoding for analysis skips the in-loop deblocking filter (H.264, HEVC, VP9 honour it): about a fifth of
-# H.264's decode (bench/quality.py's development videos, 150 frames each: 6.35 -> 5.06 CPU-s for 40). Its
-# smoothing of block edges is not seen once analysis shrinks the picture (the locator's 768 px, text at 736,
-# the timing greys at a quarter); the render decodes with it.
+# Decoding for analysis skips the in-loop deblocking filter (H.264, HEVC, VP9 honour it), which is about a
+# fifth of H.264's decode (measured in docs/performance.md). Its smoothing of block edges is not seen once
+# analysis shrinks the picture (the locator's 768 px, text at 736, the timing greys at a quarter); the render
+# decodes with it.
 ANALYSIS_DECODER_OPTIONS = {"skip_loop_filter": "all"}
 
 SkipFrame = Literal["NONE", "DEFAULT", "NONREF", "BIDIR", "NONINTRA", "NONKEY", "ALL"]

@@ -1,13 +1,12 @@
 """Whether detected text reads as text: the daemon's recogniser (gpu_service.models.text_read) over each region
 the detector found at the text samples.
 
-The detector also fires on eyes, teeth, spokes and stripes (bench/quality.py's development half: 194 regions off
-the ground truth's captions beside 210 on them). Read by PP-OCRv4's recogniser at three of the samples that show
-it, upright, every caption scored at least 0.9, and all but 9 of the others under READ_SCORE (rapidocr's own
-threshold for keeping a detected line): 8 read as one or two glyphs (0.50 to 0.72), the ninth was a caption the
-ground truth starts a frame late. Turned both ways, a tall region also reads as the print on a product turned on
-its side. A region no sample reads is not text to OCR: the crop planner may pass through it where heeding it
-would letterbox the clip (workers.pipeline), never otherwise.
+The detector also fires on eyes, teeth, spokes and stripes, nearly as often as on captions. Read by PP-OCRv4's
+recogniser at three of the samples that show it, upright, a caption scores far above READ_SCORE (rapidocr's own
+threshold for keeping a detected line) and what is not text almost always under it, the few that pass reading as
+one or two glyphs. Turned both ways, a tall region also reads as the print on a product turned on its side. A
+region no sample reads is not text to OCR: the crop planner may pass through it where heeding it would letterbox
+the clip (workers.pipeline), never otherwise.
 
 A region is read as a whole: a caption fading in or out, unreadable at one sample, reads at another, and every
 box of the region counts as read.

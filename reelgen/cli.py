@@ -1,11 +1,7 @@
-"""The `reelgen` command line.
+"""The `reelgen` command line: one argparse tree, its commands, and how their failures are printed.
 
-`run` is self-contained (embedded Redis, local workers). The catalog-operations commands (backfill, retry, job,
-status, nightly) and the long-running services (dispatcher, worker, beat, flower, gpu-daemon: container
-entrypoints) share one Redis named by REELGEN_REDIS_URL.
-
-Kept whole: one argparse tree; its commands share the parsers, exit codes and one-line error printing, and the
-whole command line is read here top to bottom (what each command does lives in jobs/, not here).
+Kept whole: the commands share the parsers, exit codes and one-line error printing, and the whole command line
+is read here top to bottom; what each command does lives in jobs/ and the other layers, not here.
 """
 
 from __future__ import annotations
@@ -335,8 +331,17 @@ def _state_dir_flag(command: argparse.ArgumentParser) -> None:
     )
 
 
+#: what `reelgen --help` says above the commands: for the people who run reelgen, not for its maintainers
+DESCRIPTION = (
+    "Turn a product catalog into short clips in several aspect ratios, with a manifest per item. `run` is "
+    "self-contained (an embedded Redis and local workers). The catalog commands (backfill, nightly, retry, "
+    "job, status) and the long-running services (dispatcher, worker, beat, flower, gpu-daemon: a deployment's "
+    "container entrypoints) share one Redis, named by REELGEN_REDIS_URL."
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = cli_args.OneLineParser(prog="reelgen", description=__doc__)
+    parser = cli_args.OneLineParser(prog="reelgen", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"reelgen {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
     parser.add_argument(

@@ -7,6 +7,7 @@ import argparse
 import json
 import logging
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -62,6 +63,20 @@ def test_every_option_has_help_text() -> None:
         if not isinstance(action, argparse._HelpAction) and not action.help
     ]
     assert not missing
+
+
+#: what a maintainer's note looks like: a reason for the code's shape, or a path into the source tree
+MAINTAINER_NOTES = re.compile(
+    r"Kept whole|lives in|\b\w+/\w+\.py\b|\b(jobs|workers|core|gpu_service|storage|monitoring|devtools)/"
+)
+
+
+def test_help_speaks_to_users_not_to_maintainers() -> None:
+    parsers = {"reelgen": build_parser(), **subcommands()}
+    notes = {
+        name: [m.group(0) for m in MAINTAINER_NOTES.finditer(p.format_help())] for name, p in parsers.items()
+    }
+    assert {name: found for name, found in notes.items() if found} == {}
 
 
 @pytest.mark.parametrize(

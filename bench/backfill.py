@@ -34,6 +34,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from core.settings import Settings, load_settings  # noqa: E402
+from jobs.catalog_ref import CatalogRef  # noqa: E402
 from jobs.celery_app import app, configure  # noqa: E402
 from jobs.dispatcher import Dispatcher  # noqa: E402
 from jobs.ledger import JobKind, Ledger  # noqa: E402
@@ -133,7 +134,7 @@ def dispatch_only(lines: int, work: Path) -> dict[str, float]:
             target=ack_consume, args=(server.url, stop_file), daemon=True
         )
         consumer.start()
-        job = submit_catalog_job(ledger, settings, JobKind.BACKFILL, str(catalog))
+        job = submit_catalog_job(ledger, settings, JobKind.BACKFILL, CatalogRef.parse(str(catalog)))
         started = time.perf_counter()
         dispatcher = Dispatcher(ledger, app, settings, only=job.id)
         state = {"finished": False}
@@ -170,7 +171,7 @@ def end_to_end(lines: int, work: Path, workers: int) -> float:
         env = worker_env(settings, server.url)
         with WorkerPool(concurrency=workers, env=env, log_file=work / "logs" / "worker.log") as pool:
             time.sleep(3)  # the worker's start-up is not part of the rate
-            job = submit_catalog_job(ledger, settings, JobKind.BACKFILL, str(catalog))
+            job = submit_catalog_job(ledger, settings, JobKind.BACKFILL, CatalogRef.parse(str(catalog)))
             started = time.perf_counter()
             dispatcher = Dispatcher(ledger, app, settings, only=job.id)
             state = {"finished": False}

@@ -40,6 +40,7 @@ from gpu_service.local import LocalInference
 from gpu_service.priority import PriorityKey
 from gpu_service.usage import DaemonUsage
 from jobs.catalog import read_catalog
+from jobs.catalog_ref import CatalogRef
 from jobs.ledger import JobKind
 from jobs.runner import run_catalog
 from monitoring.machine import machine_lines
@@ -233,7 +234,7 @@ def run_reelgen(
     peaks.start()
     started = time.perf_counter()
     with open(os.devnull, "w") as quiet:
-        outcome = run_catalog(settings, str(catalog), stream=quiet)
+        outcome = run_catalog(settings, CatalogRef.parse(str(catalog)), stream=quiet)
     wall = time.perf_counter() - started
     peak_mb = peaks.stop()
     after = children_usage()

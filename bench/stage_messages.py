@@ -31,6 +31,7 @@ if str(ROOT) not in sys.path:
 
 from bench.backfill import queue_keys  # noqa: E402
 from core.settings import load_settings  # noqa: E402
+from jobs.catalog_ref import CatalogRef  # noqa: E402
 from jobs.celery_app import app, configure  # noqa: E402
 from jobs.ledger import JobKind, Ledger  # noqa: E402
 from jobs.redis_server import EmbeddedRedis  # noqa: E402
@@ -86,7 +87,7 @@ def measure(folder: Path, description_bytes: int, seconds: int) -> dict[str, int
         tasks._context = tasks.WorkerContext.create(settings)
         client = redis.Redis.from_url(server.url)
         ledger = Ledger(client)
-        job = submit_catalog_job(ledger, settings, JobKind.RUN, str(catalog))
+        job = submit_catalog_job(ledger, settings, JobKind.RUN, CatalogRef.parse(str(catalog)))
         ledger.admit(job.id, "sku-1", entry)
         tasks.prepare.apply(args=(job.id, "sku-1", 1))
         messages = [raw for key in queue_keys() for raw in client.lrange(key, 0, -1)]

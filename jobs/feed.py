@@ -26,13 +26,13 @@ from core.catalog_entry import CatalogEntry
 from core.errors import DuplicateItemId
 from core.settings import Settings
 from jobs.catalog import BadLine, line_key, read_catalog
+from jobs.catalog_ref import CatalogRef
 from jobs.fingerprints import FingerprintSet, fingerprint
 from jobs.ledger import JobKind, JobRecord, Ledger
 from jobs.queues import PREPARE_TASK, PRIORITY_PREPARE, QUEUE
 from jobs.results_index import DoneCheck, IndexWriter, report_gone
 from jobs.submit import source_policy
 from storage.store import ObjectStore
-from storage.uri import Scheme, parse_uri
 
 log = logging.getLogger(__name__)
 
@@ -162,16 +162,17 @@ class JobFeed:
             self.done_check = DoneCheck(store, job.config_hash, job.reprocess)
             self.source = CatalogSource(self._read_catalog(job.catalog), job.cursor, self)
 
-    def _read_catalog(self, catalog: str) -> Iterator[tuple[int, CatalogEntry | BadLine]]:
+    def _read_catalog(self, text: str) -> Iterator[tuple[int, CatalogEntry | BadLine]]:
         policy = source_policy(self.job, self.settings)
-        uri = parse_uri(catalog)
-        if uri.scheme is Scheme.FILE:
-            return read_catalog(uri.local_path, policy)
+        # the job record keeps the reference as a string: it is parsed again here, where it is read back
+        catalog = CatalogRef.parse(text)
+        if catalog.path is not None:
+            return read_catalog(catalog.path, policy)
         # a remote catalog is downloaded once into the node cache and pinned for as long as the feed reads it
         from storage.fetch import Fetcher
 
-        copy = self._stack.enter_context(Fetcher(self.settings).local_path(catalog))
-        return read_catalog(copy, policy, source=catalog)
+        copy = self._stack.enter_context(Fetcher(self.settings).local_path(catalog.uri.raw))
+        return read_catalog(copy, policy, source=catalog.uri.raw)
 
     def classify(self, line_no: int, record: CatalogEntry | BadLine) -> Step | CatalogEntry:
         """Duplicate and bad-line handling; updates `seen` (also while replaying lines before the cursor)."""

@@ -17,6 +17,7 @@ from core.errors import CatalogError, ConfigError, ReelgenError
 from core.settings import Settings, SourcePolicy
 from core.text import printable
 from jobs.catalog import read_catalog
+from jobs.catalog_ref import CatalogRef
 from storage.s3 import S3Store, make_client
 from storage.store import ObjectStore, open_store, process_tag
 from storage.uri import Scheme, parse_uri
@@ -28,29 +29,18 @@ ANSWER_S = 5.0
 ATTEMPTS = 2
 
 
-def check_catalog(catalog: str, policy: SourcePolicy, *, lookahead: bool = True) -> None:
-    """A local catalog must be a readable file; with lookahead its first records are read, which warns about
-    unknown fields now, to the person submitting it. A remote one is checked by check_remote_catalog."""
-    uri = parse_uri(catalog)
-    if uri.scheme is not Scheme.FILE:
-        return
-    path = uri.local_path
-    if not path.is_file():
-        raise CatalogError(f"catalog {path} does not exist or is not a file")
-    try:
-        with open(path, "rb") as handle:
-            handle.read(1)
-    except OSError as exc:
-        raise CatalogError(f"catalog {path} cannot be read: {exc.strerror}") from None
-    if lookahead:
-        for _ in islice(read_catalog(path, policy), LOOKAHEAD_RECORDS):
+def check_catalog(catalog: CatalogRef, policy: SourcePolicy) -> None:
+    """A local catalog's first records are read (its file was checked when the reference was parsed), which warns
+    about unknown fields now, to the person submitting it. A remote one is checked by check_remote_catalog."""
+    if catalog.path is not None:
+        for _ in islice(read_catalog(catalog.path, policy), LOOKAHEAD_RECORDS):
             pass
 
 
-def check_remote_catalog(settings: Settings, catalog: str) -> None:
+def check_remote_catalog(settings: Settings, catalog: CatalogRef) -> None:
     """An s3:// catalog's object must exist and be readable with this machine's credentials; an http(s) one
     is downloaded once (no request short of a download is answered alike by every server)."""
-    uri = parse_uri(catalog)
+    uri = catalog.uri
     if uri.scheme is Scheme.FILE:
         return
     if uri.scheme is Scheme.S3:
@@ -61,17 +51,17 @@ def check_remote_catalog(settings: Settings, catalog: str) -> None:
             client.head_object(Bucket=uri.authority, Key=uri.path)
         except (BotoCoreError, ClientError) as exc:
             raise CatalogError(
-                f"catalog {printable(catalog)} cannot be read: {printable(str(exc))}"
+                f"catalog {printable(uri.raw)} cannot be read: {printable(str(exc))}"
             ) from None
         return
     from storage.fetch import Fetcher
 
     try:
         # into the node cache, where the feed that reads it on this machine finds it again
-        with Fetcher(settings, max_attempts=ATTEMPTS).local_path(catalog):
+        with Fetcher(settings, max_attempts=ATTEMPTS).local_path(uri.raw):
             pass
     except ReelgenError as exc:
-        raise CatalogError(f"catalog {printable(catalog)} cannot be read: {printable(str(exc))}") from None
+        raise CatalogError(f"catalog {printable(uri.raw)} cannot be read: {printable(str(exc))}") from None
 
 
 def check_store(out: str) -> None:
@@ -109,9 +99,10 @@ def check_redis(url: str) -> None:
         client.close()
 
 
-def check_job(settings: Settings, catalog: str, kind: str, *, lookahead: bool = True) -> None:
+def check_job(settings: Settings, catalog: CatalogRef, kind: str, *, lookahead: bool = True) -> None:
     """Everything a catalog job needs before it is registered, cheapest first; Redis is checked by the caller,
-    which may still have to start it (an embedded one). lookahead: see check_catalog."""
-    check_catalog(catalog, settings.source_policy(kind), lookahead=lookahead)
+    which may still have to start it (an embedded one). lookahead: read a local catalog's first records."""
+    if lookahead:
+        check_catalog(catalog, settings.source_policy(kind))
     check_remote_catalog(settings, catalog)
     check_store(settings.output_config().out)

@@ -27,6 +27,7 @@ from core.settings import Settings
 from core.text import printable
 from gpu_service.supervisor import DaemonProcess
 from gpu_service.usage import DaemonUsage, read_usage
+from jobs.catalog_ref import CatalogRef
 from jobs.celery_app import app, configure
 from jobs.dispatcher import Dispatcher
 from jobs.ledger import JobKind, JobRecord, JobState, Ledger
@@ -106,7 +107,7 @@ class RunOutcome:
     inference: DaemonUsage | None
 
 
-def run_catalog(settings: Settings, catalog: str, *, stream: TextIO = sys.stdout) -> RunOutcome:
+def run_catalog(settings: Settings, catalog: CatalogRef, *, stream: TextIO = sys.stdout) -> RunOutcome:
     """Check, register and run a catalog job on this machine (a path, s3:// or http(s):// catalog)."""
     apply_s3_settings(settings)
     # no lookahead: the run's own feed reads the catalog at once, and warns above the progress display

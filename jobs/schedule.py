@@ -16,6 +16,7 @@ import redis
 
 from core.errors import ConfigError
 from core.settings import Settings, load_settings
+from jobs.catalog_ref import CatalogRef
 from jobs.celery_app import app
 from jobs.cron import SCHEDULE_NAME, last_fire, parse_cron
 from jobs.ledger import JobKind, JobRecord, Ledger, Reprocess
@@ -30,12 +31,14 @@ def logical_date(settings: Settings, now: datetime | None = None) -> str:
 
 
 def create_nightly(
-    ledger: Ledger, settings: Settings, date: str, catalog: str | None = None
+    ledger: Ledger, settings: Settings, date: str, catalog: CatalogRef | None = None
 ) -> tuple[JobRecord, bool]:
-    """The nightly job of a logical date: (job, True) if this call created it, (existing job, False) if not."""
-    catalog = catalog or settings.nightly_catalog
-    if not catalog:
-        raise ConfigError("no nightly catalog: set REELGEN_NIGHTLY_CATALOG")
+    """The nightly job of a logical date: (job, True) if this call created it, (existing job, False) if not.
+    Without `catalog`, the one REELGEN_NIGHTLY_CATALOG names."""
+    if catalog is None:
+        if not settings.nightly_catalog:
+            raise ConfigError("no nightly catalog: set REELGEN_NIGHTLY_CATALOG")
+        catalog = CatalogRef.parse(settings.nightly_catalog)
     job_id = f"nightly-{date}"
     existing = ledger.claim_logical_date(SCHEDULE_NAME, date, job_id)
     if existing is not None:

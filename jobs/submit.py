@@ -10,9 +10,10 @@ from pathlib import Path
 
 from core.errors import CatalogError, ConfigError
 from core.settings import Settings, SourcePolicy
+from core.text import printable
+from jobs.catalog_ref import CatalogRef
 from jobs.ledger import JobKind, JobRecord, Ledger, Reprocess
 from storage.store import open_store
-from storage.uri import Scheme, parse_uri
 
 #: the job record's field holding its SourcePolicy (JSON)
 SOURCES_FIELD = "sources"
@@ -33,17 +34,6 @@ def priority_for(settings: Settings, kind: JobKind, override: int | None) -> int
     return settings.priority_classes.get(kind.value, 1)
 
 
-def catalog_ref(catalog: str) -> tuple[str, int | None]:
-    """A catalog reference a dispatcher anywhere can open, and its size when it is a local file."""
-    uri = parse_uri(catalog)
-    if uri.scheme is not Scheme.FILE:
-        return uri.raw, None
-    path = uri.local_path
-    if not path.is_file():
-        raise CatalogError(f"catalog {path} does not exist or is not a file")
-    return str(path), count_lines(path)
-
-
 def source_policy(job: JobRecord, settings: Settings) -> SourcePolicy:
     """The source policy a catalog job was registered with; a job registered before jobs kept one gets its
     kind's policy under the current settings."""
@@ -55,7 +45,7 @@ def submit_catalog_job(
     ledger: Ledger,
     settings: Settings,
     kind: JobKind,
-    catalog: str,
+    catalog: CatalogRef,
     *,
     priority: int | None = None,
     reprocess: Reprocess = Reprocess.MISSING,
@@ -63,12 +53,12 @@ def submit_catalog_job(
     extra: dict[str, str] | None = None,
     job_id: str | None = None,
 ) -> JobRecord:
-    ref, total = catalog_ref(catalog)
+    total = None if catalog.path is None else count_lines(catalog.path)
     config = settings.output_config()
     store = open_store(config.out)
     return ledger.create_job(
         kind=kind,
-        catalog=ref,
+        catalog=str(catalog),
         out=store.root,
         config_hash=config.config_hash,
         config=config.model_copy(update={"out": store.root}).model_dump(mode="json"),
@@ -124,14 +114,17 @@ def submit_retry(
     )
 
 
-def plan_catalog(settings: Settings, catalog: str, reprocess: Reprocess, page: int = 1000) -> Counter[str]:
+def plan_catalog(
+    settings: Settings, catalog: CatalogRef, reprocess: Reprocess, page: int = 1000
+) -> Counter[str]:
     """What a catalog job would do, without registering it: counts of process / skip / bad (a dry run)."""
     from core.catalog_entry import CatalogEntry
     from jobs.catalog import BadLine, read_catalog
     from jobs.fingerprints import FingerprintSet, fingerprint
     from jobs.results_index import DoneCheck
 
-    ref, _total = catalog_ref(catalog)
+    if catalog.path is None:
+        raise CatalogError(f"a dry run reads a local catalog; {printable(str(catalog))} is not one")
     check = DoneCheck(
         open_store(settings.output_config().out), settings.output_config().config_hash, reprocess
     )
@@ -145,7 +138,7 @@ def plan_catalog(settings: Settings, catalog: str, reprocess: Reprocess, page: i
         batch.clear()
 
     # the dry run of `reelgen backfill`: lines its policy refuses count as bad
-    for _line_no, record in read_catalog(Path(ref), settings.source_policy(JobKind.BACKFILL.value)):
+    for _line_no, record in read_catalog(catalog.path, settings.source_policy(JobKind.BACKFILL.value)):
         if isinstance(record, BadLine) or fingerprint(record.item_id) in seen:
             counts["bad"] += 1
             continue

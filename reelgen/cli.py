@@ -58,31 +58,34 @@ def _cmd_run(args: argparse.Namespace) -> int:
     settings = _settings(
         args, out=args.out, aspects=args.aspects, workers=args.workers, state_dir=args.state_dir
     )
+    from jobs.catalog_ref import CatalogRef
     from jobs.runner import run_catalog
 
-    return run_catalog(settings, args.catalog).exit_code
+    return run_catalog(settings, CatalogRef.parse(args.catalog)).exit_code
 
 
 def _cmd_backfill(args: argparse.Namespace) -> int:
+    from jobs.catalog_ref import CatalogRef
     from jobs.ledger import JobKind, Reprocess
     from jobs.preflight import check_job
     from jobs.submit import plan_catalog, submit_catalog_job
 
     settings = _settings(args, out=args.out, aspects=args.aspects)
     reprocess = Reprocess(args.reprocess)
+    catalog = CatalogRef.parse(args.catalog)
     if args.dry_run:
-        counts = plan_catalog(settings, args.catalog, reprocess)
+        counts = plan_catalog(settings, catalog, reprocess)
         print(
             f"dry run: {counts['process']} to process, {counts['skip']} already done, {counts['bad']} bad lines "
             f"({counts['manifest_reads']} manifests read)"
         )
         return 0
-    check_job(settings, args.catalog, JobKind.BACKFILL.value)
+    check_job(settings, catalog, JobKind.BACKFILL.value)
     job = submit_catalog_job(
         _ledger(settings),
         settings,
         JobKind.BACKFILL,
-        args.catalog,
+        catalog,
         priority=args.priority,
         reprocess=reprocess,
         max_in_flight=args.max_in_flight,
@@ -93,13 +96,15 @@ def _cmd_backfill(args: argparse.Namespace) -> int:
 
 def _cmd_nightly(args: argparse.Namespace) -> int:
     settings = _settings(args, out=args.out)
+    from jobs.catalog_ref import CatalogRef
     from jobs.ledger import JobKind
     from jobs.preflight import check_job
     from jobs.schedule import create_nightly, logical_date
 
-    catalog = args.catalog or settings.nightly_catalog
-    if not catalog:
+    text = args.catalog or settings.nightly_catalog
+    if not text:
         raise ConfigError("no nightly catalog: give --catalog or set REELGEN_NIGHTLY_CATALOG")
+    catalog = CatalogRef.parse(text)
     check_job(settings, catalog, JobKind.NIGHTLY.value)
     job, created = create_nightly(_ledger(settings), settings, args.date or logical_date(settings), catalog)
     print(job.id if created else f"{job.id} (already registered for this date)")

@@ -26,6 +26,7 @@ from core.catalog_entry import CatalogEntry
 from core.errors import BadCatalogLine, CatalogError
 from core.settings import SourcePolicy, load_settings
 from jobs.catalog import FIELD_LIMITS, MAX_LINE_BYTES, BadLine, read_catalog
+from jobs.catalog_ref import CatalogRef
 from jobs.celery_app import app, configure
 from jobs.dispatcher import Dispatcher
 from jobs.ledger import JobKind, JobState, Ledger
@@ -158,7 +159,7 @@ def test_the_dispatcher_serves_a_hostile_catalog_to_the_end(
     settings = make_settings(tmp_path, redis_server)
     lines = [line("good-1"), *(h for _, h, _ in HOSTILE), line("good-2"), line("good-3")]
     catalog = write_lines(tmp_path / "c.jsonl", lines)
-    job = submit_catalog_job(ledger, settings, JobKind.BACKFILL, str(catalog))
+    job = submit_catalog_job(ledger, settings, JobKind.BACKFILL, CatalogRef.parse(str(catalog)))
     dispatcher = Dispatcher(ledger, app, settings)
     with Consumer(redis_server.url, tmp_path / "stop"):
         drive(dispatcher, lambda: ledger.job(job.id).state.finished)
@@ -177,12 +178,14 @@ def test_a_job_that_cannot_be_served_fails_with_its_cause_and_the_others_go_on(
     ledger = Ledger(redis_client)
     settings = make_settings(tmp_path, redis_server, dispatch_attempts=3)
     broken_catalog = write_catalog(tmp_path / "broken.jsonl", ["b-1", "b-2"])
-    broken = submit_catalog_job(ledger, settings, JobKind.BACKFILL, str(broken_catalog), priority=0)
+    broken = submit_catalog_job(
+        ledger, settings, JobKind.BACKFILL, CatalogRef.parse(str(broken_catalog)), priority=0
+    )
     healthy = submit_catalog_job(
         ledger,
         settings,
         JobKind.BACKFILL,
-        str(write_catalog(tmp_path / "ok.jsonl", ["h-1", "h-2"])),
+        CatalogRef.parse(str(write_catalog(tmp_path / "ok.jsonl", ["h-1", "h-2"]))),
         priority=1,
     )
     broken_catalog.unlink()  # gone after it was registered: reading it raises, as a bug anywhere in serving would
@@ -216,7 +219,7 @@ def test_a_job_served_again_after_a_failure_starts_its_count_over(
     settings = make_settings(tmp_path, redis_server, dispatch_attempts=2)
     catalog = write_catalog(tmp_path / "c.jsonl", ["x-1", "x-2"])
     kept = catalog.read_bytes()
-    job = submit_catalog_job(ledger, settings, JobKind.BACKFILL, str(catalog))
+    job = submit_catalog_job(ledger, settings, JobKind.BACKFILL, CatalogRef.parse(str(catalog)))
     catalog.unlink()
     dispatcher = Dispatcher(ledger, app, settings)
     dispatcher.tick()
@@ -286,7 +289,7 @@ def test_stage_messages_carry_ids_and_their_bytes_do_not_grow_with_the_entry(
     # the largest entry a catalog line may carry
     large = {**small, "item_id": "item-l", "title": "T" * 1024, "description": "D" * 16384}
     catalog = write_lines(folder / "c.jsonl", [json.dumps(small).encode(), json.dumps(large).encode()])
-    job = submit_catalog_job(ledger, settings, JobKind.RUN, str(catalog))
+    job = submit_catalog_job(ledger, settings, JobKind.RUN, CatalogRef.parse(str(catalog)))
     for _, entry in read_catalog(catalog, POLICY):
         assert isinstance(entry, CatalogEntry)
         assert ledger.admit(job.id, entry.item_id, entry.as_dict())

@@ -20,6 +20,7 @@ import redis
 
 from bench.backfill import queue_keys
 from jobs import results_index
+from jobs.catalog_ref import CatalogRef
 from jobs.celery_app import app
 from jobs.dispatcher import Dispatcher
 from jobs.ledger import JobAction, JobKind, JobState, Ledger, Reprocess
@@ -56,7 +57,7 @@ def test_in_flight_is_bounded_changeable_live_and_the_index_records_every_item(
     ids = [f"sku-{k:03d}" for k in range(40)]
     settings = make_settings(tmp_path, redis_server)
     catalog = write_catalog(tmp_path / "c.jsonl", ids, extra_lines=(DUPLICATE,))
-    job = submit_catalog_job(ledger, settings, JobKind.BACKFILL, str(catalog))
+    job = submit_catalog_job(ledger, settings, JobKind.BACKFILL, CatalogRef.parse(str(catalog)))
     dispatcher = Dispatcher(ledger, app, settings)
     dispatcher.tick()
     dispatcher.tick()
@@ -94,7 +95,7 @@ def test_results_go_to_the_index_after_a_count_or_a_time_whichever_comes_first(
     ids = [f"sku-{k:02d}" for k in range(20)]
     settings = make_settings(tmp_path, redis_server, max_in_flight=6, index_flush_s=3600, index_flush_items=4)
     job = submit_catalog_job(
-        ledger, settings, JobKind.BACKFILL, str(write_catalog(tmp_path / "c.jsonl", ids))
+        ledger, settings, JobKind.BACKFILL, CatalogRef.parse(str(write_catalog(tmp_path / "c.jsonl", ids)))
     )
     dispatcher = Dispatcher(ledger, app, settings)
     dispatcher.tick()
@@ -122,7 +123,7 @@ def test_an_index_flush_reads_a_few_results_per_command_into_parts_of_bounded_si
     ids = [f"sku-{k:02d}" for k in range(7)]
     settings = make_settings(tmp_path, redis_server, max_in_flight=7)
     job = submit_catalog_job(
-        ledger, settings, JobKind.BACKFILL, str(write_catalog(tmp_path / "c.jsonl", ids))
+        ledger, settings, JobKind.BACKFILL, CatalogRef.parse(str(write_catalog(tmp_path / "c.jsonl", ids)))
     )
     Dispatcher(ledger, app, settings).tick()
     for item_id in ids:
@@ -143,7 +144,9 @@ def test_done_items_are_skipped_changed_ones_redone_and_gone_ones_reported(
     ids = [f"sku-{k}" for k in range(6)]
 
     def run(catalog: Path, reprocess: Reprocess = Reprocess.MISSING) -> Any:
-        job = submit_catalog_job(ledger, settings, JobKind.BACKFILL, str(catalog), reprocess=reprocess)
+        job = submit_catalog_job(
+            ledger, settings, JobKind.BACKFILL, CatalogRef.parse(str(catalog)), reprocess=reprocess
+        )
         with Consumer(redis_server.url, tmp_path / f"stop-{job.id}"):
             drive(Dispatcher(ledger, app, settings), finished(ledger, job.id))
         for item_id in ids:  # item folders as the real pipeline leaves them (the ack consumer writes none)
@@ -178,8 +181,8 @@ def test_higher_class_jobs_fill_first_and_a_paused_job_waits(
 ) -> None:
     settings = make_settings(tmp_path, redis_server, max_in_flight_total=4)
     catalog = write_catalog(tmp_path / "c.jsonl", [f"i{k}" for k in range(10)])
-    backfill = submit_catalog_job(ledger, settings, JobKind.BACKFILL, str(catalog))
-    nightly = submit_catalog_job(ledger, settings, JobKind.NIGHTLY, str(catalog))
+    backfill = submit_catalog_job(ledger, settings, JobKind.BACKFILL, CatalogRef.parse(str(catalog)))
+    nightly = submit_catalog_job(ledger, settings, JobKind.NIGHTLY, CatalogRef.parse(str(catalog)))
     assert (backfill.priority, nightly.priority) == (2, 0)
     dispatcher = Dispatcher(ledger, app, settings)
     dispatcher.tick()
@@ -200,7 +203,7 @@ def test_lost_messages_are_redispatched_by_the_reaper(
 ) -> None:
     settings = make_settings(tmp_path, redis_server, max_in_flight=3, lease_s=60, task_time_limit_s=10)
     catalog = write_catalog(tmp_path / "c.jsonl", ["a", "b", "c"])
-    job = submit_catalog_job(ledger, settings, JobKind.BACKFILL, str(catalog))
+    job = submit_catalog_job(ledger, settings, JobKind.BACKFILL, CatalogRef.parse(str(catalog)))
     dispatcher = Dispatcher(ledger, app, settings)
     dispatcher.tick()
     redis_client.delete(*queue_keys())  # the broker lost its messages (a Redis restart without persistence)
@@ -224,7 +227,7 @@ def test_a_killed_dispatcher_resumes_from_its_cursor(
     ids = [f"sku-{k:04d}" for k in range(400)]
     settings = make_settings(tmp_path, redis_server, max_in_flight=10)
     job = submit_catalog_job(
-        ledger, settings, JobKind.BACKFILL, str(write_catalog(tmp_path / "c.jsonl", ids))
+        ledger, settings, JobKind.BACKFILL, CatalogRef.parse(str(write_catalog(tmp_path / "c.jsonl", ids)))
     )
     env = _env(
         redis_server,

@@ -21,6 +21,7 @@ from celery import Task
 
 from core.catalog_entry import CatalogEntry
 from core.settings import load_settings
+from jobs.catalog_ref import CatalogRef
 from jobs.celery_app import app
 from jobs.ledger import ItemState, JobState, Ledger
 from jobs.redis_server import EmbeddedRedis
@@ -207,7 +208,7 @@ def test_an_item_that_kills_its_worker_is_dead_lettered(
     catalog.write_text(json.dumps(entry) + "\n")
     settings = load_settings(redis_url=service_env["REELGEN_REDIS_URL"], out=str(tmp_path / "out"))
     configure(app, settings)
-    job = submit_catalog_job(ledger, settings, JobKind.BACKFILL, str(catalog))
+    job = submit_catalog_job(ledger, settings, JobKind.BACKFILL, CatalogRef.parse(str(catalog)))
     ledger.admit(job.id, "poison", CatalogEntry(**entry).as_dict(), cursor=1)
     ledger.mark_exhausted(job.id)
     app.send_task(CRASH_TASK, args=(job.id, "poison"), priority=6)

@@ -15,6 +15,7 @@ from core.catalog_entry import CatalogEntry
 from core.errors import ConfigError, ForbiddenSource, SourceNotFound
 from core.settings import Settings, SourcePolicy, load_settings
 from jobs.catalog import BadLine, read_catalog
+from jobs.catalog_ref import CatalogRef
 from jobs.celery_app import app, configure
 from jobs.feed import JobFeed
 from jobs.ledger import JobKind, Ledger
@@ -253,7 +254,7 @@ def test_backfill_and_nightly_jobs_refuse_local_sources_a_run_reads_them(
     catalog = write_catalog(catalog_dir, {"a": "videos/a.mp4"})
     fed = {}
     for kind in (JobKind.RUN, JobKind.BACKFILL, JobKind.NIGHTLY):
-        job = submit_catalog_job(ledger, settings, kind, str(catalog))
+        job = submit_catalog_job(ledger, settings, kind, CatalogRef.parse(str(catalog)))
         assert source_policy(job, settings).allow_local is (kind is JobKind.RUN)
         feed = JobFeed(ledger, app, settings, job, open_store(job.out))
         feed.step(capacity=10)
@@ -276,7 +277,7 @@ def test_a_job_keeps_the_policy_it_was_submitted_with(
         source_buckets="media",
     )
     catalog = write_catalog(catalog_dir, {"a": "videos/a.mp4"})
-    job = submit_catalog_job(ledger, submitter, JobKind.BACKFILL, str(catalog))
+    job = submit_catalog_job(ledger, submitter, JobKind.BACKFILL, CatalogRef.parse(str(catalog)))
     dispatcher = load_settings(redis_url=redis_server.url, out=str(tmp_path / "out"))
     assert source_policy(job, dispatcher) == SourcePolicy(allow_local=True, buckets=("media",))
     # a job registered before jobs kept a policy gets its kind's policy under the settings at hand

@@ -22,6 +22,7 @@ import redis
 from core.errors import ConfigError
 from core.settings import load_settings
 from core.text import printable
+from jobs.catalog_ref import CatalogRef
 from jobs.ledger import JobKind, JobState, Ledger
 from jobs.redis_server import EmbeddedRedis
 from jobs.runner import summarise
@@ -186,7 +187,7 @@ def test_the_run_summary_and_status_show_catalog_text_escaped(
     )
     catalog = tmp_path / "c.jsonl"
     catalog.write_text("")
-    job = submit_catalog_job(ledger, settings, JobKind.BACKFILL, str(catalog))
+    job = submit_catalog_job(ledger, settings, JobKind.BACKFILL, CatalogRef.parse(str(catalog)))
     # an error message that quotes a seller's text, as SourceNotFound quotes a path
     ledger.fail(
         job.id, "line:1", "SourceNotFound", f"/media/{FORGED}.mp4 does not exist", admitted=False, cursor=1

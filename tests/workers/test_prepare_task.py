@@ -10,6 +10,7 @@ import pytest
 import redis
 
 from core.settings import load_settings
+from jobs.catalog_ref import CatalogRef
 from jobs.ledger import JobKind, Ledger
 from jobs.redis_server import EmbeddedRedis
 from jobs.submit import submit_catalog_job
@@ -38,7 +39,7 @@ def test_prepare_reads_the_entry_from_the_ledger_whatever_the_message_carries(
     ledger = Ledger(redis_client)
     catalog = tmp_path / "c.jsonl"
     catalog.write_text("".join(json.dumps(entry(i)) + "\n" for i in ("named", "carried")))
-    job = submit_catalog_job(ledger, settings, JobKind.BACKFILL, str(catalog))
+    job = submit_catalog_job(ledger, settings, JobKind.BACKFILL, CatalogRef.parse(str(catalog)))
     for item_id in ("named", "carried"):
         assert ledger.admit(job.id, item_id, entry(item_id))
     tasks.prepare.apply(args=(job.id, "named", 1))

@@ -34,13 +34,13 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from core.settings import Settings, load_settings  # noqa: E402
-from jobs.catalog_ref import CatalogRef  # noqa: E402
-from jobs.celery_app import app, configure  # noqa: E402
-from jobs.dispatcher import Dispatcher  # noqa: E402
+from jobs.broker.celery_app import app, configure  # noqa: E402
+from jobs.broker.queues import QUEUE  # noqa: E402
+from jobs.dispatch.dispatcher import Dispatcher  # noqa: E402
+from jobs.intake.catalog_ref import CatalogRef  # noqa: E402
+from jobs.intake.submit import submit_catalog_job  # noqa: E402
 from jobs.ledger import JobKind, Ledger  # noqa: E402
-from jobs.queues import QUEUE  # noqa: E402
-from jobs.redis_server import EmbeddedRedis  # noqa: E402
-from jobs.submit import submit_catalog_job  # noqa: E402
+from jobs.local.redis_server import EmbeddedRedis  # noqa: E402
 
 MiB = 2**20
 
@@ -160,8 +160,8 @@ def dispatch_only(lines: int, work: Path) -> dict[str, float]:
 
 def end_to_end(lines: int, work: Path, workers: int) -> float:
     """Items per second through real Celery worker processes with a no-op pipeline (every probe fails fast)."""
-    from jobs.runner import worker_env
-    from jobs.worker_pool import WorkerPool
+    from jobs.local.runner import worker_env
+    from jobs.local.worker_pool import WorkerPool
 
     catalog = write_catalog(work / f"e2e-{lines}.jsonl", lines)
     with EmbeddedRedis(work / "redis-e2e") as server:

@@ -39,10 +39,10 @@ from core.settings import OutputConfig, Settings, load_settings
 from gpu_service.local import LocalInference
 from gpu_service.priority import PriorityKey
 from gpu_service.usage import DaemonUsage
-from jobs.catalog import read_catalog
-from jobs.catalog_ref import CatalogRef
+from jobs.intake.catalog import read_catalog
+from jobs.intake.catalog_ref import CatalogRef
 from jobs.ledger import JobKind
-from jobs.runner import run_catalog
+from jobs.local.runner import run_catalog
 from monitoring.machine import machine_lines
 from reelgen.sample_catalog import write_sample_catalog
 from storage.fetch import Fetcher

@@ -136,7 +136,7 @@ def _stage_totals(state: Path, job_id: str) -> dict[str, dict[str, float]]:
     import redis
 
     from jobs.ledger import Ledger
-    from jobs.redis_server import EmbeddedRedis
+    from jobs.local.redis_server import EmbeddedRedis
 
     with EmbeddedRedis(state) as server:
         client = redis.Redis.from_url(server.url)

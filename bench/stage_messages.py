@@ -31,11 +31,11 @@ if str(ROOT) not in sys.path:
 
 from bench.backfill import queue_keys  # noqa: E402
 from core.settings import load_settings  # noqa: E402
-from jobs.catalog_ref import CatalogRef  # noqa: E402
-from jobs.celery_app import app, configure  # noqa: E402
+from jobs.broker.celery_app import app, configure  # noqa: E402
+from jobs.intake.catalog_ref import CatalogRef  # noqa: E402
+from jobs.intake.submit import submit_catalog_job  # noqa: E402
 from jobs.ledger import JobKind, Ledger  # noqa: E402
-from jobs.redis_server import EmbeddedRedis  # noqa: E402
-from jobs.submit import submit_catalog_job  # noqa: E402
+from jobs.local.redis_server import EmbeddedRedis  # noqa: E402
 from workers import tasks  # noqa: E402
 
 

@@ -20,13 +20,18 @@ from pathlib import Path
 #: Tests, bench and docs sit outside the graph; they may import any folder, but no test module.
 FOLDERS = ("core", "monitoring", "storage", "gpu_service", "jobs", "workers", "reelgen", "devtools")
 
-#: The module layers, lowest first: the folders' order, refined inside `workers/` (each sub-package imports only
-#: those before it). A module belongs to the layer of the longest prefix that names it.
+#: The module layers, lowest first: the folders' order, refined inside `jobs/` and `workers/` (each sub-package
+#: imports only those before it). A module belongs to the layer of the longest prefix that names it.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("core", ("core",)),
     ("observability", ("monitoring",)),
     ("storage", ("storage",)),
     ("inference", ("gpu_service",)),
+    ("ledger", ("jobs.ledger",)),
+    ("broker", ("jobs.broker",)),
+    ("intake", ("jobs.intake",)),
+    ("dispatch", ("jobs.dispatch",)),
+    ("local runs", ("jobs.local",)),
     ("orchestration", ("jobs",)),
     ("geometry", ("workers", "workers.geometry")),
     ("media", ("workers.media",)),
@@ -39,10 +44,15 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("developer tools", ("devtools",)),
 )
 
+#: The layers of `jobs/`, lowest first: the ledger, the broker, job intake, dispatching, local runs, and the
+#: services and status at its root.
+JOBS_LAYERS = ("ledger", "broker", "intake", "dispatch", "local runs", "orchestration")
 #: Lower layers that a layer may still not import: the media stages and their pipeline stay plain functions,
 #: free of Celery and the ledger, which only the tasks wrap them in.
 FORBIDDEN: tuple[tuple[str, str], ...] = tuple(
-    (stage, "orchestration") for stage in ("geometry", "media", "analysis", "text", "framing", "pipeline")
+    (stage, jobs)
+    for stage in ("geometry", "media", "analysis", "text", "framing", "pipeline")
+    for jobs in JOBS_LAYERS
 )
 
 #: modules longer than this state at their top why they are not split ("Kept whole: ...")

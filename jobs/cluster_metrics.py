@@ -17,8 +17,8 @@ from prometheus_client.registry import Collector
 
 from core.errors import ConfigError
 from core.settings import Settings
+from jobs.broker.queues import QUEUE, UNACKED_KEY, queue_keys
 from jobs.ledger import JobState, Ledger
-from jobs.queues import QUEUE, UNACKED_KEY, queue_keys
 from monitoring.exporter import HealthCheck, MetricsServer
 
 log = logging.getLogger(__name__)

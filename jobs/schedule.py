@@ -16,12 +16,12 @@ import redis
 
 from core.errors import ConfigError
 from core.settings import Settings, load_settings
-from jobs.catalog_ref import CatalogRef
-from jobs.celery_app import app
-from jobs.cron import SCHEDULE_NAME, last_fire, parse_cron
+from jobs.broker.celery_app import app
+from jobs.broker.cron import SCHEDULE_NAME, last_fire, parse_cron
+from jobs.broker.queues import NIGHTLY_TASK
+from jobs.intake.catalog_ref import CatalogRef
+from jobs.intake.submit import submit_catalog_job
 from jobs.ledger import JobKind, JobRecord, Ledger, Reprocess
-from jobs.queues import NIGHTLY_TASK
-from jobs.submit import submit_catalog_job
 
 log = logging.getLogger(__name__)
 

@@ -67,9 +67,9 @@ def stop_on_signals(stop: threading.Event) -> None:
 
 
 def run_dispatcher(settings: Settings, ledger: Ledger) -> int:
-    from jobs.celery_app import app
+    from jobs.broker.celery_app import app
     from jobs.cluster_metrics import serve_metrics
-    from jobs.dispatcher import Dispatcher
+    from jobs.dispatch.dispatcher import Dispatcher
 
     dispatcher = Dispatcher(ledger, app, settings)
     stop = threading.Event()
@@ -111,8 +111,8 @@ class BrokerLink(bootsteps.StartStopStep):
 
 
 def run_worker(settings: Settings, argv: list[str], heartbeat_file: Path | None, heartbeat_s: float) -> int:
-    from jobs.celery_app import app
-    from jobs.heartbeat import Heartbeat
+    from jobs.broker.celery_app import app
+    from jobs.broker.heartbeat import Heartbeat
     from monitoring.metrics import install_worker_metrics
 
     Heartbeat.file = heartbeat_file
@@ -132,7 +132,7 @@ def run_beat(settings: Settings, argv: list[str]) -> int:
     from celery.signals import beat_init
     from prometheus_client import REGISTRY
 
-    from jobs.celery_app import app
+    from jobs.broker.celery_app import app
 
     if not app.conf.beat_schedule:
         raise ConfigError("nothing to schedule: set REELGEN_NIGHTLY_CATALOG (and REELGEN_NIGHTLY_CRON)")

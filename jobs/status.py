@@ -11,8 +11,8 @@ import redis
 from celery import Celery
 
 from core.text import printable
+from jobs.broker.queues import PRIORITY_PREPARE, PRIORITY_RENDER, PRIORITY_SAMPLE, PRIORITY_SELECT, QUEUE
 from jobs.ledger import JobRecord, JobState, Ledger
-from jobs.queues import PRIORITY_PREPARE, PRIORITY_RENDER, PRIORITY_SAMPLE, PRIORITY_SELECT, QUEUE
 from monitoring.progress import STAGE_LABELS, format_duration
 
 #: the broker's priority lists, by the stage whose messages wait there (prepare: one list per priority class)

@@ -31,7 +31,7 @@ def _settings(args: argparse.Namespace, **overrides: Any) -> Settings:
 
     # first: importing the runner loads the settings, and a misspelt nested setting fails that load
     warn_unknown_variables()
-    from jobs.runner import apply_s3_settings
+    from jobs.local.runner import apply_s3_settings
 
     settings = load_settings(**overrides)
     apply_s3_settings(settings)
@@ -41,9 +41,9 @@ def _settings(args: argparse.Namespace, **overrides: Any) -> Settings:
 def _ledger(settings: Settings) -> Any:
     import redis
 
-    from jobs.celery_app import app, configure
+    from jobs.broker.celery_app import app, configure
+    from jobs.intake.preflight import check_redis
     from jobs.ledger import Ledger
-    from jobs.preflight import check_redis
 
     if settings.redis_url is None:
         raise ConfigError(
@@ -58,17 +58,17 @@ def _cmd_run(args: argparse.Namespace) -> int:
     settings = _settings(
         args, out=args.out, aspects=args.aspects, workers=args.workers, state_dir=args.state_dir
     )
-    from jobs.catalog_ref import CatalogRef
-    from jobs.runner import run_catalog
+    from jobs.intake.catalog_ref import CatalogRef
+    from jobs.local.runner import run_catalog
 
     return run_catalog(settings, CatalogRef.parse(args.catalog)).exit_code
 
 
 def _cmd_backfill(args: argparse.Namespace) -> int:
-    from jobs.catalog_ref import CatalogRef
+    from jobs.intake.catalog_ref import CatalogRef
+    from jobs.intake.preflight import check_job
+    from jobs.intake.submit import plan_catalog, submit_catalog_job
     from jobs.ledger import JobKind, Reprocess
-    from jobs.preflight import check_job
-    from jobs.submit import plan_catalog, submit_catalog_job
 
     settings = _settings(args, out=args.out, aspects=args.aspects)
     reprocess = Reprocess(args.reprocess)
@@ -96,9 +96,9 @@ def _cmd_backfill(args: argparse.Namespace) -> int:
 
 def _cmd_nightly(args: argparse.Namespace) -> int:
     settings = _settings(args, out=args.out)
-    from jobs.catalog_ref import CatalogRef
+    from jobs.intake.catalog_ref import CatalogRef
+    from jobs.intake.preflight import check_job
     from jobs.ledger import JobKind
-    from jobs.preflight import check_job
     from jobs.schedule import create_nightly, logical_date
 
     text = args.catalog or settings.nightly_catalog
@@ -113,10 +113,10 @@ def _cmd_nightly(args: argparse.Namespace) -> int:
 
 def _cmd_retry(args: argparse.Namespace) -> int:
     settings = _settings(args, state_dir=args.state_dir)
-    from jobs.local_state import job_ledger
-    from jobs.preflight import check_store
-    from jobs.runner import retry_locally
-    from jobs.submit import retry_candidates, submit_retry
+    from jobs.intake.preflight import check_store
+    from jobs.intake.submit import retry_candidates, submit_retry
+    from jobs.local.local_state import job_ledger
+    from jobs.local.runner import retry_locally
 
     if settings.redis_url is None and not args.dry_run:
         # a local run's retry runs here, as the run did: nothing else would serve it
@@ -147,7 +147,7 @@ def _cmd_retry(args: argparse.Namespace) -> int:
 
 def _cmd_job(args: argparse.Namespace) -> int:
     from jobs.ledger import JobAction
-    from jobs.local_state import job_ledger
+    from jobs.local.local_state import job_ledger
 
     with job_ledger(_settings(args, state_dir=args.state_dir)) as (_, ledger):
         if args.action == "limit":
@@ -163,8 +163,8 @@ def _cmd_job(args: argparse.Namespace) -> int:
 
 def _cmd_status(args: argparse.Namespace) -> int:
     settings = _settings(args, state_dir=args.state_dir)
-    from jobs.celery_app import app
-    from jobs.local_state import job_ledger
+    from jobs.broker.celery_app import app
+    from jobs.local.local_state import job_ledger
     from jobs.status import broker_status, job_status, render, render_broker
 
     with job_ledger(settings) as (_, ledger):
@@ -182,8 +182,8 @@ def _cmd_status(args: argparse.Namespace) -> int:
 
 
 def _cmd_dispatcher(args: argparse.Namespace) -> int:
-    from jobs.celery_app import app
-    from jobs.dispatcher import Dispatcher
+    from jobs.broker.celery_app import app
+    from jobs.dispatch.dispatcher import Dispatcher
     from jobs.services import run_dispatcher
 
     settings = _settings(args)
@@ -310,7 +310,7 @@ def _cmd_probe(args: argparse.Namespace) -> int:
 
 def _cmd_config(args: argparse.Namespace) -> int:
     settings = _settings(args)
-    from jobs.celery_app import check_timeouts
+    from jobs.broker.celery_app import check_timeouts
 
     check_timeouts(settings)
     shown = settings.masked()
@@ -576,7 +576,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _redis_unreachable() -> tuple[type[Exception], ...]:
-    # jobs.celery_app.REDIS_UNAVAILABLE, imported only once a command failed: importing that module loads the
+    # jobs.broker.celery_app.REDIS_UNAVAILABLE, imported only once a command failed: importing that module loads the
     # settings and the Celery app, which most commands never need
     import redis
     from kombu.exceptions import OperationalError

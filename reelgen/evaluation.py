@@ -16,7 +16,7 @@ from core.catalog_entry import CatalogEntry
 from core.settings import Settings
 from gpu_service.local import LocalInference
 from gpu_service.priority import PriorityKey
-from jobs.catalog import read_catalog
+from jobs.intake.catalog import read_catalog
 from jobs.ledger import JobKind
 from reelgen.sample_catalog import load_truth
 from storage.fetch import Fetcher

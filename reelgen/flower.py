@@ -1,7 +1,7 @@
 """Flower, the Celery dashboard, started against reelgen's broker with basic auth on by default.
 
 `reelgen flower` calls `run_flower(settings, extra_args)`. Flower shows workers and tasks from the events the
-workers send (jobs/celery_app.py turns them on); it does not show queue depth per priority sub-queue, which
+workers send (jobs/broker/celery_app.py turns them on); it does not show queue depth per priority sub-queue, which
 monitoring/metrics.py exports instead.
 
 Credentials come from `FlowerSettings.basic_auth` ("user:password", several separated by commas;
@@ -67,7 +67,7 @@ def run_flower(settings: Settings, extra_args: list[str]) -> int:
             "Flower is not installed: install reelgen with its extra, pip install 'reelgen[flower]'"
         ) from None
 
-    from jobs.celery_app import configure
+    from jobs.broker.celery_app import configure
 
     argv = flower_argv(settings, settings.flower, extra_args)
     # A fresh app configured like the workers' one, without their task modules: Flower only reads events and

@@ -9,7 +9,7 @@ import pytest
 import redis
 from moto.server import ThreadedMotoServer
 
-from jobs.redis_server import EmbeddedRedis
+from jobs.local.redis_server import EmbeddedRedis
 
 
 @pytest.fixture(scope="session")

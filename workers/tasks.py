@@ -27,10 +27,9 @@ from core.errors import InternalError, ItemTimeout, ReelgenError
 from core.settings import OutputConfig, Settings, load_settings
 from gpu_service.client import InferenceClient
 from gpu_service.priority import PriorityKey
-from jobs.celery_app import REDIS_UNAVAILABLE, app
-from jobs.heartbeat import held_message
-from jobs.ledger import JobState, Ledger
-from jobs.queues import (
+from jobs.broker.celery_app import REDIS_UNAVAILABLE, app
+from jobs.broker.heartbeat import held_message
+from jobs.broker.queues import (
     PREPARE_TASK,
     PRIORITY_RENDER,
     PRIORITY_SAMPLE,
@@ -39,6 +38,7 @@ from jobs.queues import (
     SAMPLE_TASK,
     SELECT_TASK,
 )
+from jobs.ledger import JobState, Ledger
 from monitoring.logging_setup import log_context
 from monitoring.metrics import count_item, observe_stage
 from storage.cache import NodeCache

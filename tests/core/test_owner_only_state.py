@@ -21,7 +21,7 @@ from core.daemon_settings import DaemonSettings
 from core.private import private_dir
 from gpu_service import shm
 from gpu_service.shm import SHM_DIR, Segment, sweep_stale
-from jobs.redis_server import EmbeddedRedis
+from jobs.local.redis_server import EmbeddedRedis
 from storage.cache import NodeCache
 from storage.http_download import HostSlots
 

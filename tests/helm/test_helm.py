@@ -189,7 +189,7 @@ def test_every_process_gets_settings_reelgen_accepts(
     values: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from core.settings import load_settings
-    from jobs.celery_app import check_timeouts
+    from jobs.broker.celery_app import check_timeouts
 
     checked = 0
     for _, container in all_containers(render(values)):
@@ -301,7 +301,7 @@ def test_services_select_pods_that_expose_their_target_port(cpu: list[Obj]) -> N
 
 
 def test_keda_scales_the_workers_on_the_priority_sub_queues() -> None:
-    import jobs.queues as queues
+    import jobs.broker.queues as queues
 
     objects = render(GPU_VALUES, {"keda": {"enabled": True}, "redis": {"password": "pw"}})
     scaled = one(objects, "ScaledObject", "rg-reelgen-worker")

@@ -8,7 +8,7 @@ import pytest
 from core.catalog_entry import CatalogEntry
 from core.errors import BadCatalogLine, BadItemId, CatalogError
 from core.settings import SourcePolicy
-from jobs.catalog import BadLine, check_item_id, read_catalog
+from jobs.intake.catalog import BadLine, check_item_id, read_catalog
 
 LOCAL = SourcePolicy(allow_local=True)
 

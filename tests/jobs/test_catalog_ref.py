@@ -12,10 +12,10 @@ import pytest
 
 from core.errors import CatalogError, ForbiddenSource
 from core.settings import load_settings
-from jobs import catalog_ref, preflight
-from jobs.catalog_ref import CatalogRef
+from jobs.intake import catalog_ref, preflight
+from jobs.intake.catalog_ref import CatalogRef
 from jobs.ledger import JobKind
-from storage.uri import Scheme
+from storage.uri import Scheme, parse_uri
 
 
 def _catalog(folder: Path) -> Path:
@@ -69,7 +69,7 @@ def test_the_pre_flight_takes_the_value_and_parses_nothing_again(
 ) -> None:
     text = str(_catalog(tmp_path))
     parsed: list[str] = []
-    real = catalog_ref.parse_uri
+    real = parse_uri
 
     def counting(value: str, *args: Any) -> Any:
         parsed.append(value)

@@ -25,13 +25,13 @@ from bench.backfill import decode, queue_keys
 from core.catalog_entry import CatalogEntry
 from core.errors import BadCatalogLine, CatalogError
 from core.settings import SourcePolicy, load_settings
-from jobs.catalog import FIELD_LIMITS, MAX_LINE_BYTES, BadLine, read_catalog
-from jobs.catalog_ref import CatalogRef
-from jobs.celery_app import app, configure
-from jobs.dispatcher import Dispatcher
+from jobs.broker.celery_app import app, configure
+from jobs.dispatch.dispatcher import Dispatcher
+from jobs.intake.catalog import FIELD_LIMITS, MAX_LINE_BYTES, BadLine, read_catalog
+from jobs.intake.catalog_ref import CatalogRef
+from jobs.intake.submit import submit_catalog_job
 from jobs.ledger import JobKind, JobState, Ledger
-from jobs.redis_server import EmbeddedRedis
-from jobs.submit import submit_catalog_job
+from jobs.local.redis_server import EmbeddedRedis
 from tests.support.dispatch import Consumer, drive, make_settings, write_catalog
 from tests.support.media import make_code_video
 from workers import tasks

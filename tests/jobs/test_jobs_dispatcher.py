@@ -19,14 +19,14 @@ import pytest
 import redis
 
 from bench.backfill import queue_keys
-from jobs import results_index
-from jobs.catalog_ref import CatalogRef
-from jobs.celery_app import app
-from jobs.dispatcher import Dispatcher
+from jobs.broker.celery_app import app
+from jobs.dispatch.dispatcher import Dispatcher
+from jobs.intake import results_index
+from jobs.intake.catalog_ref import CatalogRef
+from jobs.intake.results_index import GONE_PREFIX, read_index
+from jobs.intake.submit import submit_catalog_job
 from jobs.ledger import JobAction, JobKind, JobState, Ledger, Reprocess
-from jobs.redis_server import EmbeddedRedis
-from jobs.results_index import GONE_PREFIX, read_index
-from jobs.submit import submit_catalog_job
+from jobs.local.redis_server import EmbeddedRedis
 from storage.store import LocalStore
 from tests.support.dispatch import Consumer, drive, make_settings, write_catalog
 

@@ -21,12 +21,12 @@ from celery import Task
 
 from core.catalog_entry import CatalogEntry
 from core.settings import load_settings
-from jobs.catalog_ref import CatalogRef
-from jobs.celery_app import app
+from jobs.broker.celery_app import app
+from jobs.intake.catalog_ref import CatalogRef
+from jobs.intake.submit import submit_retry
 from jobs.ledger import ItemState, JobState, Ledger
-from jobs.redis_server import EmbeddedRedis
-from jobs.runner import local_daemon_settings
-from jobs.submit import submit_retry
+from jobs.local.redis_server import EmbeddedRedis
+from jobs.local.runner import local_daemon_settings
 from reelgen.sample_catalog import write_sample_catalog
 from tests.support.ledger import index_results
 from tests.support.services import spawn, wait
@@ -198,9 +198,9 @@ def test_nightly_is_registered_once_per_logical_date(
 def test_an_item_that_kills_its_worker_is_dead_lettered(
     tmp_path: Path, service_env: dict[str, str], redis_client: redis.Redis
 ) -> None:
-    from jobs.celery_app import configure
+    from jobs.broker.celery_app import configure
+    from jobs.intake.submit import submit_catalog_job
     from jobs.ledger import JobKind
-    from jobs.submit import submit_catalog_job
 
     ledger = Ledger(redis_client)
     catalog = tmp_path / "c.jsonl"
@@ -215,7 +215,7 @@ def test_an_item_that_kills_its_worker_is_dead_lettered(
     logs = tmp_path / "logs"
     logs.mkdir()
     worker = spawn(
-        [sys.executable, "-m", "celery", "-A", "jobs.celery_app", "worker", "--pool", "prefork",
+        [sys.executable, "-m", "celery", "-A", "jobs.broker.celery_app", "worker", "--pool", "prefork",
          "--concurrency", "1", "--include", "tests.jobs.test_jobs_service_e2e", "--without-gossip",
          "--without-mingle", "--loglevel", "WARNING"],
         service_env,

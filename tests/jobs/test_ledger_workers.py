@@ -1,5 +1,5 @@
 """The registry of live workers (jobs/ledger/workers.py) and the re-dispatch of what a lost worker held
-(Ledger.rescue, jobs/reaper.py's LostWorkers), against a real Redis."""
+(Ledger.rescue, jobs/dispatch/reaper.py's LostWorkers), against a real Redis."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from typing import Any
 import redis
 
 from core.settings import load_settings
+from jobs.broker.queues import PREPARE_TASK, RENDER_TASK, message_item
+from jobs.dispatch.reaper import LostWorkers
 from jobs.ledger import JobKind, Ledger
 from jobs.ledger.keys import WORKERS_KEY, worker_held_key
 from jobs.ledger.workers import HeldMessage, WorkerRegistry
-from jobs.queues import PREPARE_TASK, RENDER_TASK, message_item
-from jobs.reaper import LostWorkers
 
 
 def _job(ledger: Ledger) -> str:
@@ -98,14 +98,16 @@ class Published:
 
 
 def test_a_sweep_re_dispatches_a_lost_workers_items_once(redis_client: redis.Redis, monkeypatch: Any) -> None:
-    import jobs.reaper
+    import jobs.dispatch.reaper
 
     ledger = Ledger(redis_client)
     job = _job(ledger)
     for item in ("a", "b"):
         ledger.admit(job, item, {"item_id": item})
     sent: list[tuple[str, list[tuple[str, int]]]] = []
-    monkeypatch.setattr(jobs.reaper, "publish", lambda celery, rec, items: sent.append((rec.id, items)))
+    monkeypatch.setattr(
+        jobs.dispatch.reaper, "publish", lambda celery, rec, items: sent.append((rec.id, items))
+    )
     settings = load_settings(worker_heartbeat_s=0.1, worker_lost_s=0.35)
     lost = LostWorkers(ledger, Published(), settings)  # type: ignore[arg-type]
     # two segments of "a" on the lost worker; "b" on a live one

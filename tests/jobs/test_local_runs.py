@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from jobs.redis_server import serving
+from jobs.local.redis_server import serving
 from reelgen.sample_catalog import write_sample_catalog
 from storage.s3 import make_client
 

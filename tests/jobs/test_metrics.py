@@ -24,9 +24,10 @@ from pydantic import SecretStr
 
 from core.settings import Settings
 from gpu_service.metrics import DaemonMetrics
-from jobs import celery_app, cluster_metrics, queues
+from jobs import cluster_metrics
+from jobs.broker import celery_app, queues
 from jobs.ledger import JobKind, Ledger
-from jobs.redis_server import EmbeddedRedis
+from jobs.local.redis_server import EmbeddedRedis
 from monitoring import metrics
 from monitoring.exporter import MetricsServer
 from tests.support.ledger import index_results

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from jobs.preflight import check_store
+from jobs.intake.preflight import check_store
 from storage.s3 import make_client
 from tests.support.net import free_port
 

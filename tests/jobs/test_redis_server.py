@@ -7,7 +7,7 @@ from pathlib import Path
 
 import redis
 
-from jobs.redis_server import EmbeddedRedis, _alive
+from jobs.local.redis_server import EmbeddedRedis, _alive
 
 
 def test_the_embedded_redis_saves_the_ledger_and_is_gone_when_the_run_ends(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from gpu_service.client import wait_until_ready
 from gpu_service.shm import SHM_DIR
-from jobs.redis_server import _alive  # a zombie counts as gone
+from jobs.local.redis_server import _alive  # a zombie counts as gone
 from tests.support.faults import REELGEN, base_env, small_catalog, wait_for
 
 

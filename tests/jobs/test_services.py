@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from jobs.redis_server import EmbeddedRedis
+from jobs.local.redis_server import EmbeddedRedis
 from jobs.services import BrokerLink, LoopProgress
 from tests.support.net import free_port
 

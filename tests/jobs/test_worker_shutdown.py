@@ -23,10 +23,10 @@ from kombu.asynchronous import Hub, get_event_loop, set_event_loop
 import jobs.schedule  # noqa: F401  (the modules the worker imports connect their receivers)
 import workers.tasks  # noqa: F401
 from core.settings import load_settings
-from jobs.celery_app import BROKER_POLL_S, app, configure
-from jobs.prefork import freeze_before_fork
-from jobs.redis_server import EmbeddedRedis
-from jobs.worker_shutdown import StopIdlePoolPromptly, WakeOnShutdown, exit_pool_child
+from jobs.broker.celery_app import BROKER_POLL_S, app, configure
+from jobs.broker.prefork import freeze_before_fork
+from jobs.broker.worker_shutdown import StopIdlePoolPromptly, WakeOnShutdown, exit_pool_child
+from jobs.local.redis_server import EmbeddedRedis
 from tests.support.services import spawn, wait
 
 SLOW_TASK = "reelgen.test_slow_touch"
@@ -108,7 +108,7 @@ def test_a_pool_child_exits_from_the_shutdown_signal_with_billiards_exit_code(tm
     # what billiard's _do_exit does first in a child, then what would follow it, in a process of its own
     marker = tmp_path / "went-on"
     code = (
-        "import jobs.celery_app\n"
+        "import jobs.broker.celery_app\n"
         "from celery.signals import worker_process_shutdown\n"
         "worker_process_shutdown.send(sender=None, pid=0, exitcode=3)\n"
         f"open({str(marker)!r}, 'w').close()\n"
@@ -140,7 +140,7 @@ def test_a_warm_shutdown_finishes_the_running_task_and_exits_cleanly(
     configure(app, load_settings(redis_url=redis_server.url))
     log = tmp_path / "worker.err"
     worker = spawn(
-        [sys.executable, "-m", "celery", "-A", "jobs.celery_app", "worker", "--pool", "prefork",
+        [sys.executable, "-m", "celery", "-A", "jobs.broker.celery_app", "worker", "--pool", "prefork",
          "--concurrency", "2", "--include", "tests.jobs.test_worker_shutdown", "--without-gossip",
          "--without-mingle", "--loglevel", "INFO"],
         env,

@@ -86,7 +86,7 @@ def test_reelgen_run_logs_json_naming_the_job_and_item(tmp_path: Path) -> None:
     )  # fmt: skip
     assert result.returncode == 1, result.stderr  # the item fails: its video is missing
     records = [json.loads(line) for line in result.stderr.splitlines() if line.startswith("{")]
-    assert any(r["logger"] == "jobs.dispatcher" and r.get("job_id") for r in records), result.stderr
+    assert any(r["logger"] == "jobs.dispatch.dispatcher" and r.get("job_id") for r in records), result.stderr
     (worker_log,) = (state / "logs").glob("worker-*.log")
     worker = [json.loads(line) for line in worker_log.read_text().splitlines() if line.strip()]
     failed = [r for r in worker if r.get("item_id") == "sku-1" and r["level"] == "WARNING"]

@@ -15,8 +15,8 @@ from pathlib import Path
 
 from celery import Celery
 
-from jobs.celery_app import celery_url
-from jobs.redis_server import EmbeddedRedis
+from jobs.broker.celery_app import celery_url
+from jobs.local.redis_server import EmbeddedRedis
 from monitoring.metrics import count_item, install_worker_metrics, observe_stage
 from tests.support.metrics import samples
 

@@ -16,7 +16,7 @@ import pytest
 
 from core.names import unknown_variables
 from core.settings import Settings, SourcePolicy
-from jobs.catalog import MAX_FIELD_WARNINGS, UnknownFields, read_catalog
+from jobs.intake.catalog import MAX_FIELD_WARNINGS, UnknownFields, read_catalog
 from reelgen.cli import build_parser
 
 REELGEN = str(Path(sys.executable).with_name("reelgen"))
@@ -175,7 +175,7 @@ def test_unknown_catalog_fields_are_warned_about_once_each(
     lines = [line | {"item_id": f"a{k}"} for k in range(3)] + [line | odd | {"item_id": "b"}]
     catalog.write_text("".join(json.dumps(x) + "\n" for x in lines))
     UnknownFields._warned.pop(str(catalog), None)
-    with caplog.at_level(logging.WARNING, logger="jobs.catalog"):
+    with caplog.at_level(logging.WARNING, logger="jobs.intake.catalog"):
         assert len(list(read_catalog(catalog, SourcePolicy(allow_local=True)))) == 4
         list(read_catalog(catalog, SourcePolicy(allow_local=True)))  # read again: no second warning
     messages = [r.getMessage() for r in caplog.records]

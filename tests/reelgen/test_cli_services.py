@@ -15,8 +15,8 @@ import pytest
 
 from core.errors import ConfigError
 from core.settings import load_settings
-from jobs.cron import beat_schedule, last_fire, parse_cron
-from jobs.redis_server import EmbeddedRedis
+from jobs.broker.cron import beat_schedule, last_fire, parse_cron
+from jobs.local.redis_server import EmbeddedRedis
 from reelgen.cli import main
 
 REELGEN = str(Path(sys.executable).with_name("reelgen"))

@@ -21,7 +21,7 @@ from pydantic import SecretStr
 from core.errors import ConfigError
 from core.flower_settings import FlowerSettings
 from core.settings import Settings
-from jobs.redis_server import EmbeddedRedis
+from jobs.local.redis_server import EmbeddedRedis
 from reelgen.flower import ALLOW_FLAG, flower_argv
 from reelgen.sample_catalog import write_sample_catalog
 from tests.support.net import free_port
@@ -162,7 +162,9 @@ def flower_run(
 def test_flower_shows_the_runs_workers_and_tasks(flower_run: tuple[int, dict[str, Any], Path]) -> None:
     port, seen, _ = flower_run
     (worker_name, info), *_ = seen["live_workers"].items()
-    assert worker_name.startswith("reelgen-")  # jobs/worker_pool.py names its workers reelgen-<pid>@host
+    assert worker_name.startswith(
+        "reelgen-"
+    )  # jobs/local/worker_pool.py names its workers reelgen-<pid>@host
     assert "reelgen" in {q["name"] for q in info.get("active_queues", [])}
     tasks = seen["tasks"].values()
     names = {t["name"] for t in tasks}

@@ -17,7 +17,7 @@ import cv2
 import numpy as np
 import pytest
 
-from jobs.results_index import list_item_ids
+from jobs.intake.results_index import list_item_ids
 from reelgen.report import REPORT_FOLDER, load_manifests, write_report
 from storage.store import LocalStore
 from tests.support.media import make_code_video

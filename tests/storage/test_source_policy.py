@@ -14,13 +14,13 @@ import redis
 from core.catalog_entry import CatalogEntry
 from core.errors import ConfigError, ForbiddenSource, SourceNotFound
 from core.settings import Settings, SourcePolicy, load_settings
-from jobs.catalog import BadLine, read_catalog
-from jobs.catalog_ref import CatalogRef
-from jobs.celery_app import app, configure
-from jobs.feed import JobFeed
+from jobs.broker.celery_app import app, configure
+from jobs.dispatch.feed import JobFeed
+from jobs.intake.catalog import BadLine, read_catalog
+from jobs.intake.catalog_ref import CatalogRef
+from jobs.intake.submit import SOURCES_FIELD, source_policy, submit_catalog_job
 from jobs.ledger import JobKind, Ledger
-from jobs.redis_server import EmbeddedRedis
-from jobs.submit import SOURCES_FIELD, source_policy, submit_catalog_job
+from jobs.local.redis_server import EmbeddedRedis
 from storage.cache import NodeCache
 from storage.fetch import Fetcher
 from storage.sources import SourceGuard

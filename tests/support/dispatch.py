@@ -11,9 +11,9 @@ from typing import Any
 
 from bench.backfill import ack_consume
 from core.settings import Settings, load_settings
-from jobs.celery_app import app, configure
-from jobs.dispatcher import Dispatcher
-from jobs.redis_server import EmbeddedRedis
+from jobs.broker.celery_app import app, configure
+from jobs.dispatch.dispatcher import Dispatcher
+from jobs.local.redis_server import EmbeddedRedis
 
 
 def write_catalog(path: Path, ids: list[str], version: str = "1", extra_lines: tuple[str, ...] = ()) -> Path:

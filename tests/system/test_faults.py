@@ -27,8 +27,8 @@ from kombu.exceptions import OperationalError
 
 from core.catalog_entry import CatalogEntry
 from gpu_service.shm import SHM_DIR
+from jobs.intake.results_index import read_index
 from jobs.ledger import JobKind, Ledger
-from jobs.results_index import read_index
 from storage.store import LocalStore
 from tests.support.faults import (
     REELGEN,

@@ -18,7 +18,7 @@ from pathlib import Path
 import yaml
 
 from core.settings import SourcePolicy
-from jobs.catalog import BadLine, read_catalog
+from jobs.intake.catalog import BadLine, read_catalog
 from reelgen.cli import parse_args
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -22,11 +22,11 @@ import redis
 from core.errors import ConfigError
 from core.settings import load_settings
 from core.text import printable
-from jobs.catalog_ref import CatalogRef
+from jobs.intake.catalog_ref import CatalogRef
+from jobs.intake.submit import submit_catalog_job
 from jobs.ledger import JobKind, JobState, Ledger
-from jobs.redis_server import EmbeddedRedis
-from jobs.runner import summarise
-from jobs.submit import submit_catalog_job
+from jobs.local.redis_server import EmbeddedRedis
+from jobs.local.runner import summarise
 from monitoring.logs import escape_handlers
 from reelgen.report import write_report
 from tests.support.media import make_code_video

@@ -31,7 +31,7 @@ from typing import Any
 import pytest
 
 from core.errors import BadItemId, StorageError
-from jobs.catalog import check_item_id
+from jobs.intake.catalog import check_item_id
 from storage.manifest import clip_key, manifest_key
 from storage.s3 import S3Store
 from storage.store import LocalStore

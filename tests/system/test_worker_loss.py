@@ -23,10 +23,10 @@ import pytest
 import redis
 from kombu.connection import Connection
 
-from jobs.celery_app import celery_url
+from jobs.broker.celery_app import celery_url
+from jobs.broker.queues import PRIORITIES, SEP, UNACKED_KEY, queue_keys
 from jobs.ledger import JobState, Ledger
-from jobs.queues import PRIORITIES, SEP, UNACKED_KEY, queue_keys
-from jobs.redis_server import EmbeddedRedis
+from jobs.local.redis_server import EmbeddedRedis
 from reelgen.sample_catalog import write_sample_catalog
 from tests.support.faults import base_env
 from tests.support.services import wait
@@ -147,7 +147,8 @@ def test_a_killed_worker_node_costs_the_loss_bound_not_the_visibility_timeout(
     layout = {"priority_steps": list(PRIORITIES), "sep": SEP, "queue_order_strategy": "priority"}
     with Connection(url, transport_options={**layout, "visibility_timeout": 0}) as connection:  # type: ignore[no-untyped-call]
         connection.default_channel.qos.restore_visible(num=100)
-    assert redis_client.hlen(UNACKED_KEY) == 0
+    # the live worker may take a restored message at once (it is unacknowledged again while it runs), so what
+    # shows the redelivery is that the killed worker's entries, which nothing else would clear, drain
     wait(
         lambda: (
             not any(redis_client.llen(key) for key in queue_keys().values())

@@ -10,10 +10,10 @@ import pytest
 import redis
 
 from core.settings import load_settings
-from jobs.catalog_ref import CatalogRef
+from jobs.intake.catalog_ref import CatalogRef
+from jobs.intake.submit import submit_catalog_job
 from jobs.ledger import JobKind, Ledger
-from jobs.redis_server import EmbeddedRedis
-from jobs.submit import submit_catalog_job
+from jobs.local.redis_server import EmbeddedRedis
 from workers import tasks
 
 

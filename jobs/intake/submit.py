@@ -11,7 +11,7 @@ from pathlib import Path
 from core.errors import CatalogError, ConfigError
 from core.settings import Settings, SourcePolicy
 from core.text import printable
-from jobs.catalog_ref import CatalogRef
+from jobs.intake.catalog_ref import CatalogRef
 from jobs.ledger import JobKind, JobRecord, Ledger, Reprocess
 from storage.store import open_store
 
@@ -21,7 +21,7 @@ SOURCES_FIELD = "sources"
 
 def count_lines(catalog: Path) -> int:
     """Records in a local catalog (a streaming pass: the total that status uses for progress and ETA)."""
-    from jobs.catalog import physical_lines
+    from jobs.intake.catalog import physical_lines
 
     with open(catalog, "rb") as handle:
         lines = sum(1 for _, line in physical_lines(handle) if line is None or line.strip())
@@ -119,9 +119,9 @@ def plan_catalog(
 ) -> Counter[str]:
     """What a catalog job would do, without registering it: counts of process / skip / bad (a dry run)."""
     from core.catalog_entry import CatalogEntry
-    from jobs.catalog import BadLine, read_catalog
-    from jobs.fingerprints import FingerprintSet, fingerprint
-    from jobs.results_index import DoneCheck
+    from jobs.intake.catalog import BadLine, read_catalog
+    from jobs.intake.fingerprints import FingerprintSet, fingerprint
+    from jobs.intake.results_index import DoneCheck
 
     if catalog.path is None:
         raise CatalogError(f"a dry run reads a local catalog; {printable(str(catalog))} is not one")

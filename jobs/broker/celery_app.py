@@ -1,6 +1,6 @@
 """The Celery application: broker, queues and delivery semantics, configured from Settings.
 
-Workers start as `celery -A jobs.celery_app worker`; the module configures the app from the environment when a
+Workers start as `celery -A jobs.broker.celery_app worker`; the module configures the app from the environment when a
 Redis URL is set, and `reelgen run` configures it explicitly after it has started an embedded Redis.
 """
 
@@ -17,11 +17,11 @@ from kombu.exceptions import OperationalError
 from core.errors import ConfigError
 from core.processes import exit_with_parent
 from core.settings import Settings, load_settings
-from jobs import prefork  # noqa: F401  (connects its signal receiver)
-from jobs.cron import beat_schedule
-from jobs.heartbeat import Heartbeat
-from jobs.queues import PRIORITIES, QUEUE, SEP, TASK_MODULES
-from jobs.worker_shutdown import StopIdlePoolPromptly, WakeOnShutdown
+from jobs.broker import prefork  # noqa: F401  (connects its signal receiver)
+from jobs.broker.cron import beat_schedule
+from jobs.broker.heartbeat import Heartbeat
+from jobs.broker.queues import PRIORITIES, QUEUE, SEP, TASK_MODULES
+from jobs.broker.worker_shutdown import StopIdlePoolPromptly, WakeOnShutdown
 from monitoring.logging_setup import prepare_handler
 
 BROKER_POLL_S = 0.25

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.catalog_entry import CatalogEntry
-from jobs.fingerprints import FingerprintSet, fingerprint
+from jobs.intake.fingerprints import FingerprintSet, fingerprint
 from jobs.ledger import Ledger, Reprocess
 from storage.manifest import is_done, manifest_key
 from storage.store import LocalStore, ObjectStore

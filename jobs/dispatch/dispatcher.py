@@ -4,7 +4,7 @@ ONE implementation serves `reelgen run` (in process, for its own job) and `reelg
 every job). Each tick it takes the active jobs in order (priority class, then submission time), and gives each
 as many new items as its own in-flight limit (changeable on a live job) and the global one allow, so older and
 higher-class jobs fill first and Redis holds a bounded number of items whatever the catalog sizes. It also
-re-dispatches the items of lost workers and runs the lease reaper (jobs/reaper.py), moves settled results into
+re-dispatches the items of lost workers and runs the lease reaper (jobs/dispatch/reaper.py), moves settled results into
 each job's results index, and ends jobs that are done.
 A job is fed by one dispatcher at a time (a lock in Redis that expires if its holder dies).
 
@@ -27,11 +27,11 @@ from celery import Celery
 from core.errors import JobNotFound, ReelgenError
 from core.settings import Settings
 from core.text import printable
-from jobs.celery_app import REDIS_UNAVAILABLE
-from jobs.feed import JobFeed
+from jobs.broker.celery_app import REDIS_UNAVAILABLE
+from jobs.dispatch.feed import JobFeed
+from jobs.dispatch.reaper import LostWorkers, Reaper
 from jobs.ledger import JobState, Ledger
 from jobs.ledger.keys import JobKeys
-from jobs.reaper import LostWorkers, Reaper
 from monitoring.logging_setup import log_context
 from storage.store import ObjectStore, open_store
 

@@ -28,8 +28,8 @@ from celery.signals import task_received
 from celery.worker import state as worker_state
 
 from core.settings import load_settings
+from jobs.broker.queues import message_item
 from jobs.ledger.workers import HeldMessage, WorkerRegistry
-from jobs.queues import message_item
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ from celery.schedules import crontab
 
 from core.errors import ConfigError
 from core.settings import Settings
-from jobs.queues import NIGHTLY_TASK
+from jobs.broker.queues import NIGHTLY_TASK
 
 SCHEDULE_NAME = "nightly"
 

@@ -25,13 +25,13 @@ from celery import Celery
 from core.catalog_entry import CatalogEntry
 from core.errors import DuplicateItemId
 from core.settings import Settings
-from jobs.catalog import BadLine, line_key, read_catalog
-from jobs.catalog_ref import CatalogRef
-from jobs.fingerprints import FingerprintSet, fingerprint
+from jobs.broker.queues import PREPARE_TASK, PRIORITY_PREPARE, QUEUE
+from jobs.intake.catalog import BadLine, line_key, read_catalog
+from jobs.intake.catalog_ref import CatalogRef
+from jobs.intake.fingerprints import FingerprintSet, fingerprint
+from jobs.intake.results_index import DoneCheck, IndexWriter, report_gone
+from jobs.intake.submit import source_policy
 from jobs.ledger import JobKind, JobRecord, Ledger
-from jobs.queues import PREPARE_TASK, PRIORITY_PREPARE, QUEUE
-from jobs.results_index import DoneCheck, IndexWriter, report_gone
-from jobs.submit import source_policy
 from storage.store import ObjectStore
 
 log = logging.getLogger(__name__)

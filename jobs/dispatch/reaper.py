@@ -1,7 +1,7 @@
 """Items that lost their way are dispatched again (or dead-lettered after too many tries): those whose worker
 was lost, within seconds, and those whose lease ran out, as the backstop.
 
-A lost worker is one whose heartbeat has been missing for `worker_lost_s` (jobs/heartbeat.py): every item it
+A lost worker is one whose heartbeat has been missing for `worker_lost_s` (jobs/broker/heartbeat.py): every item it
 held a message of is re-dispatched at once under a new token, so the broker's own redelivery of those messages,
 a visibility timeout later, finds them superseded. A dispatcher judges silence only once it has itself watched
 Redis for the whole bound, so a Redis restart, which silences every worker at once, condemns none of them.
@@ -20,7 +20,7 @@ from celery import Celery
 
 from core.errors import JobNotFound
 from core.settings import Settings
-from jobs.feed import publish
+from jobs.dispatch.feed import publish
 from jobs.ledger import JobRecord, Ledger
 from jobs.ledger.workers import HeldMessage, WorkerRegistry
 

@@ -23,9 +23,9 @@ from pydantic import SecretStr
 from core.errors import ConfigError
 from core.private import private_dir
 from core.settings import Settings
+from jobs.intake.preflight import check_redis
 from jobs.ledger import Ledger
-from jobs.preflight import check_redis
-from jobs.redis_server import EmbeddedRedis, serving
+from jobs.local.redis_server import EmbeddedRedis, serving
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +81,7 @@ def _leave(fd: int, server: EmbeddedRedis) -> None:
 def job_ledger(settings: Settings) -> Iterator[tuple[Settings, Ledger]]:
     """The ledger a command about jobs works on, with settings naming its Redis (the Celery app configured for
     it): the shared Redis of REELGEN_REDIS_URL, or else that of the local run kept in settings.state_dir."""
-    from jobs.celery_app import app, configure
+    from jobs.broker.celery_app import app, configure
 
     if settings.redis_url is not None:
         check_redis(settings.redis_url.get_secret_value())

@@ -27,14 +27,14 @@ from core.settings import Settings
 from core.text import printable
 from gpu_service.supervisor import DaemonProcess
 from gpu_service.usage import DaemonUsage, read_usage
-from jobs.catalog_ref import CatalogRef
-from jobs.celery_app import app, configure
-from jobs.dispatcher import Dispatcher
+from jobs.broker.celery_app import app, configure
+from jobs.dispatch.dispatcher import Dispatcher
+from jobs.intake.catalog_ref import CatalogRef
+from jobs.intake.preflight import check_job, check_redis, check_store
+from jobs.intake.submit import submit_catalog_job, submit_retry
 from jobs.ledger import JobKind, JobRecord, JobState, Ledger
-from jobs.local_state import local_redis
-from jobs.preflight import check_job, check_redis, check_store
-from jobs.submit import submit_catalog_job, submit_retry
-from jobs.worker_pool import WorkerPool
+from jobs.local.local_state import local_redis
+from jobs.local.worker_pool import WorkerPool
 from monitoring.progress import ProgressDisplay, Snapshot
 from storage.store import ObjectStore, open_store
 

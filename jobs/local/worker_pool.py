@@ -10,7 +10,7 @@ from pathlib import Path
 from types import TracebackType
 
 from core.processes import ChildProcess
-from jobs.queues import QUEUE
+from jobs.broker.queues import QUEUE
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +35,7 @@ class WorkerPool(ChildProcess):
 
     def _command(self) -> list[str]:
         return [
-            sys.executable, "-m", "celery", "-A", "jobs.celery_app", "worker",
+            sys.executable, "-m", "celery", "-A", "jobs.broker.celery_app", "worker",
             "--pool", "prefork", "--concurrency", str(self.concurrency), "--queues", QUEUE,
             "--hostname", f"{self.name}-{os.getpid()}@%h", "--without-gossip", "--without-mingle",
             "--loglevel", "INFO", "--logfile", str(self.log_file), "--events",

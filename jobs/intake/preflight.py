@@ -16,8 +16,8 @@ import redis
 from core.errors import CatalogError, ConfigError, ReelgenError
 from core.settings import Settings, SourcePolicy
 from core.text import printable
-from jobs.catalog import read_catalog
-from jobs.catalog_ref import CatalogRef
+from jobs.intake.catalog import read_catalog
+from jobs.intake.catalog_ref import CatalogRef
 from storage.s3 import S3Store, make_client
 from storage.store import ObjectStore, open_store, process_tag
 from storage.uri import Scheme, parse_uri

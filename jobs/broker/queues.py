@@ -1,5 +1,5 @@
 """The broker's layout and the task names, defined once and without the Celery app: the app configures itself
-from them (jobs/celery_app.py), the feed and the tasks publish with them, the exporter reads the queues by them.
+from them (jobs/broker/celery_app.py), the feed and the tasks publish with them, the exporter reads the queues by them.
 
 Task names and the queue are part of what queued messages hold: renaming one strands the work already queued.
 """

@@ -1,4 +1,4 @@
-"""One catalog item as every stage sees it, once its line has been read and checked (jobs/catalog.py reads the
+"""One catalog item as every stage sees it, once its line has been read and checked (jobs/intake/catalog.py reads the
 lines; the catalog contract is in docs/architecture.md). It travels in task messages as `as_dict()`."""
 
 from __future__ import annotations

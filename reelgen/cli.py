@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from core import __version__
-from core.errors import CatalogError, ConfigError, JobNotFound, JobStateError
+from core.errors import CatalogError, ConfigError, ForbiddenSource, JobNotFound, JobStateError
 from core.settings import Settings, load_settings
 from core.text import printable
 from monitoring.logging_setup import FORMATS, resolve_format, setup_logging
@@ -558,7 +558,7 @@ def main(argv: list[str] | None = None) -> int:
     setup_logging(log_format, logging.INFO if args.verbose else logging.WARNING)
     try:
         code: int = args.func(args)
-    except (ConfigError, CatalogError, JobNotFound, JobStateError) as exc:
+    except (ConfigError, CatalogError, ForbiddenSource, JobNotFound, JobStateError) as exc:
         print(f"reelgen: {type(exc).__name__}: {printable(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:

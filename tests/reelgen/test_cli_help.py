@@ -123,6 +123,30 @@ def test_a_wrong_value_is_one_readable_line(tmp_path: Path, args: list[str], exp
     assert len(lines) == 1 and lines[0].startswith(expected) and lines[0].endswith("--help)"), result.stderr
 
 
+@pytest.mark.parametrize(
+    ("catalog", "expected"),
+    [
+        ("ftp://example.com/c.jsonl", "reelgen: ForbiddenSource: 'ftp://example.com/c.jsonl': scheme 'ftp'"),
+        ("s3:///c.jsonl", "reelgen: ForbiddenSource: 's3:///c.jsonl': an s3 URI needs a bucket"),
+        ("absent.jsonl", "reelgen: CatalogError: catalog "),
+    ],
+)
+def test_a_catalog_reference_that_cannot_be_used_is_one_line_and_exit_2(
+    tmp_path: Path, catalog: str, expected: str
+) -> None:
+    result = subprocess.run(
+        [REELGEN, "run", catalog, "--out", str(tmp_path / "out")],
+        cwd=tmp_path,
+        env=bare_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(expected), result.stderr
+
+
 def test_unknown_settings_are_warned_about_once_with_the_nearest_name(tmp_path: Path) -> None:
     env = bare_env() | {
         "REELGEN_WORKER": "2",

@@ -35,20 +35,21 @@ def create_nightly(
 ) -> tuple[JobRecord, bool]:
     """The nightly job of a logical date: (job, True) if this call created it, (existing job, False) if not.
     Without `catalog`, the one REELGEN_NIGHTLY_CATALOG names."""
-    if catalog is None:
-        if not settings.nightly_catalog:
-            raise ConfigError("no nightly catalog: set REELGEN_NIGHTLY_CATALOG")
-        catalog = CatalogRef.parse(settings.nightly_catalog)
+    named = settings.nightly_catalog
+    if catalog is None and not named:
+        raise ConfigError("no nightly catalog: set REELGEN_NIGHTLY_CATALOG")
     job_id = f"nightly-{date}"
     existing = ledger.claim_logical_date(SCHEDULE_NAME, date, job_id)
     if existing is not None:
         return ledger.job(existing), False
     try:
+        # parsed after the claim: a second fire for a date already registered returns its job, whatever has
+        # become of the catalog since
         job = submit_catalog_job(
             ledger,
             settings,
             JobKind.NIGHTLY,
-            catalog,
+            catalog or CatalogRef.parse(named or ""),
             reprocess=Reprocess.CHANGED,
             extra={"logical_date": date},
             job_id=job_id,

@@ -9,12 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import redis
 
 from core.errors import CatalogError, ForbiddenSource
 from core.settings import load_settings
 from jobs.intake import catalog_ref, preflight
 from jobs.intake.catalog_ref import CatalogRef
-from jobs.ledger import JobKind
+from jobs.ledger import JobKind, Ledger
+from jobs.schedule import create_nightly
 from storage.uri import Scheme, parse_uri
 
 
@@ -83,3 +85,17 @@ def test_the_pre_flight_takes_the_value_and_parses_nothing_again(
     # the catalog's text once; the output folder's own reference is the store check's
     assert parsed.count(text) == 1
     assert parsed == [text, str(tmp_path / "out")]
+
+
+def test_a_second_nightly_fire_returns_the_registered_job_though_its_catalog_is_gone(
+    tmp_path: Path, redis_client: redis.Redis
+) -> None:
+    catalog = _catalog(tmp_path)
+    settings = load_settings(out=str(tmp_path / "out"), nightly_catalog=str(catalog))
+    ledger = Ledger(redis_client)
+    job, created = create_nightly(ledger, settings, "2026-11-30")
+    catalog.unlink()
+    again, created_again = create_nightly(ledger, settings, "2026-11-30")
+    assert (created, created_again) == (True, False) and again.id == job.id == "nightly-2026-11-30"
+    with pytest.raises(CatalogError, match="does not exist"):
+        create_nightly(ledger, settings, "2026-12-01")

@@ -28,7 +28,7 @@ from core.settings import OutputConfig, Settings, load_settings
 from gpu_service.client import InferenceClient
 from gpu_service.priority import PriorityKey
 from jobs.broker.celery_app import REDIS_UNAVAILABLE, app
-from jobs.broker.heartbeat import held_message
+from jobs.broker.heartbeat import held_message, worker_id
 from jobs.broker.queues import (
     PREPARE_TASK,
     PRIORITY_RENDER,
@@ -159,7 +159,9 @@ def _guarded(
             ctx.settings.crash_limit,
             task.name.rsplit(".", 1)[-1],
             token,
+            worker_id(),
         )
+        retried = False
         try:
             if begun <= 0:
                 raise Ignore()  # dead-lettered now, no longer in flight (settled, cancelled), or stale
@@ -169,8 +171,14 @@ def _guarded(
             if record is None:
                 raise Ignore()  # settled or cancelled since the task began
             return _run_stage(task, job_id, CatalogEntry.from_dict(record["entry"]), stage, ctx)
+        except Retry:
+            retried = True
+            raise
         finally:
-            ctx.ledger.end_task(job_id, item_id, task_id, held_message(job_id, item_id, token, task_id))
+            # a retry is a new message under the same task id, which this worker may already hold: its entry
+            # stays registered (the next heartbeat drops it if another worker took the retry)
+            held = None if retried else held_message(job_id, item_id, token, task_id)
+            ctx.ledger.end_task(job_id, item_id, task_id, held)
 
 
 def _run_stage(

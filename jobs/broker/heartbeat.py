@@ -40,6 +40,11 @@ REDIS_TIMEOUT_S = 2.0
 _worker_id: str | None = None
 
 
+def worker_id() -> str | None:
+    """This process's worker incarnation; None outside a registered worker."""
+    return _worker_id
+
+
 def held_message(job_id: str, item_id: str, token: int | None, task_id: str) -> HeldMessage | None:
     """The message a task of this worker runs as its worker registered it; None outside a registered worker (a
     task run in-process) or for a message without a token."""

@@ -2,8 +2,10 @@
 was lost, within seconds, and those whose lease ran out, as the backstop.
 
 A lost worker is one whose heartbeat has been missing for `worker_lost_s` (jobs/broker/heartbeat.py): every item it
-held a message of is re-dispatched at once under a new token, so the broker's own redelivery of those messages,
-a visibility timeout later, finds them superseded. A dispatcher judges silence only once it has itself watched
+held a message of, and every item whose last task began on it, is re-dispatched at once under a new token, so the
+broker's own redelivery of those messages, a visibility timeout later, finds them superseded. The second set
+covers the moment between the broker handing a worker an item's next message and the worker registering it: a
+worker killed then leaves the message in no held set (or, popped but not yet marked unacknowledged, nowhere). A dispatcher judges silence only once it has itself watched
 Redis for the whole bound, so a Redis restart, which silences every worker at once, condemns none of them.
 
 A lease is set when an item is admitted and renewed whenever one of its tasks begins, so it expires only when
@@ -74,7 +76,8 @@ class LostWorkers:
         handled = 0
         for worker in self.registry.lost():
             held = [m for m in self.registry.held(worker) if self.only is None or m.job_id == self.only]
-            again = self._rescue(held)
+            jobs = [self.only] if self.only is not None else self.ledger.active_jobs()
+            again = self._rescue(held + self.ledger.last_begun_by(worker, jobs))
             for job_id, items in again.items():
                 try:
                     publish(self.celery, self.ledger.job(job_id), items)

@@ -291,9 +291,11 @@ class Ledger:
         crash_limit: int,
         stage: str = "",
         token: int | None = None,
+        worker: str | None = None,
     ) -> int:
         """A task of the item begins (see begin.lua): deliveries so far, 0 if not in flight or its message's dispatch
-        `token` is stale, -1 if dead-lettered. `stage` names the task's stage for the counts of items per stage."""
+        `token` is stale, -1 if dead-lettered. `stage` names the task's stage for the counts of items per stage;
+        `worker`, the worker incarnation running it, is noted as the item's last."""
         message = f"its tasks killed the worker process {crash_limit} times; dead-lettered"
         args: list[Any] = [
             item_id,
@@ -303,6 +305,7 @@ class Ledger:
             message,
             stage,
             token or "",
+            worker or "",
         ]
         return int(self.scripts.begin(keys=JobKeys.of(job_id).settle, args=args))
 
@@ -417,6 +420,21 @@ class Ledger:
             "LeaseExpired",
         ]
         return int(self.scripts.reap(keys=JobKeys.of(job_id).settle, args=args))
+
+    def last_begun_by(self, worker: str, job_ids: list[str]) -> list[HeldMessage]:
+        """The in-flight items of these jobs whose last task began on `worker`, as the dispatch it ran them under
+        (a message without a task id: the worker may have taken the next one and died before registering it)."""
+        with self.redis.pipeline(transaction=False) as pipe:
+            for job_id in job_ids:
+                pipe.hgetall(JobKeys.of(job_id).inflight)
+            replies = pipe.execute()
+        found = []
+        for job_id, records in zip(job_ids, replies, strict=True):
+            for item, raw in records.items():
+                rec = json.loads(raw)
+                if rec.get("worker") == worker:
+                    found.append(HeldMessage(worker, job_id, as_text(item), int(rec.get("token", 1)), ""))
+        return found
 
     def rescue(self, held: HeldMessage, lease_s: float, max_dispatches: int) -> int:
         """Re-dispatch an item a lost worker held, unless it was re-dispatched (or settled) since: its new token,

@@ -97,19 +97,29 @@ class Published:
         self.messages.append((name, args))
 
 
-def test_a_sweep_re_dispatches_a_lost_workers_items_once(redis_client: redis.Redis, monkeypatch: Any) -> None:
+Sent = list[tuple[str, list[tuple[str, int]]]]
+
+
+def _sweeping(
+    redis_client: redis.Redis, monkeypatch: Any, items: list[str]
+) -> tuple[Ledger, str, LostWorkers, Sent]:
+    """A job with `items` admitted, and a loss sweep (bound 0.35 s) whose re-dispatches are recorded, not sent."""
     import jobs.dispatch.reaper
 
     ledger = Ledger(redis_client)
     job = _job(ledger)
-    for item in ("a", "b"):
+    for item in items:
         ledger.admit(job, item, {"item_id": item})
-    sent: list[tuple[str, list[tuple[str, int]]]] = []
+    sent: Sent = []
     monkeypatch.setattr(
         jobs.dispatch.reaper, "publish", lambda celery, rec, items: sent.append((rec.id, items))
     )
     settings = load_settings(worker_heartbeat_s=0.1, worker_lost_s=0.35)
-    lost = LostWorkers(ledger, Published(), settings)  # type: ignore[arg-type]
+    return ledger, job, LostWorkers(ledger, Published(), settings), sent  # type: ignore[arg-type]
+
+
+def test_a_sweep_re_dispatches_a_lost_workers_items_once(redis_client: redis.Redis, monkeypatch: Any) -> None:
+    ledger, job, lost, sent = _sweeping(redis_client, monkeypatch, ["a", "b"])
     # two segments of "a" on the lost worker; "b" on a live one
     lost.registry.beat(
         "dead", [HeldMessage("dead", job, "a", 1, "s0"), HeldMessage("dead", job, "a", 1, "s1")]
@@ -122,3 +132,28 @@ def test_a_sweep_re_dispatches_a_lost_workers_items_once(redis_client: redis.Red
     assert sent == [(job, [("a", 2)])]
     assert lost.sweep() == 0  # forgotten: nothing twice
     assert ledger.item(job, "b")["token"] == 1  # type: ignore[index]
+
+
+def test_an_item_last_begun_on_a_lost_worker_is_rescued_though_no_held_set_names_it(
+    redis_client: redis.Redis, monkeypatch: Any
+) -> None:
+    """The worker took the item's next message and died before registering it (or before the broker marked it
+    unacknowledged): the item is found by the worker its last task began on."""
+    ledger, job, lost, sent = _sweeping(redis_client, monkeypatch, ["a", "b", "c"])
+    # "a": its prepare ran on the dead worker and ended; its next message is nowhere to be seen
+    assert ledger.begin_task(job, "a", "p-a", 60, 3, "prepare", token=1, worker="dead") == 1
+    ledger.end_task(job, "a", "p-a", HeldMessage("dead", job, "a", 1, "p-a"))
+    # "b": began on the dead worker, then on a live one; "c": never begun
+    assert ledger.begin_task(job, "b", "p-b", 60, 3, "prepare", token=1, worker="dead") == 1
+    assert ledger.begin_task(job, "b", "s-b", 60, 3, "sample_segment", token=1, worker="live") == 2
+    assert ledger.item(job, "a")["worker"] == "dead"  # type: ignore[index]
+    lost.registry.beat("dead", [])
+    lost.registry.beat("live", [HeldMessage("live", job, "b", 1, "s-b")])
+    time.sleep(0.25)
+    lost.registry.beat("live", [HeldMessage("live", job, "b", 1, "s-b")])
+    time.sleep(0.2)
+    assert lost.sweep() == 1
+    assert sent == [(job, [("a", 2)])]
+    assert [ledger.item(job, i)["token"] for i in "bc"] == [1, 1]  # type: ignore[index]
+    assert ledger.begin_task(job, "a", "s-a", 60, 3, "sample_segment", token=1, worker="live") == 0  # stale
+    assert lost.sweep() == 0

@@ -13,8 +13,12 @@ def spawn(command: list[str], env: dict[str, str], log: Path) -> subprocess.Pope
         return subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=errors)
 
 
-def wait(until: Callable[[], bool], timeout_s: float = 120, what: str = "") -> None:
+def wait(
+    until: Callable[[], bool], timeout_s: float = 120, what: str = "", seen: Callable[[], str] | None = None
+) -> None:
+    """Poll until `until()`; a timeout says what was awaited and, given `seen`, what the system looked like."""
     deadline = time.monotonic() + timeout_s
     while not until():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out waiting for {what}" + (f"\n{seen()}" if seen else ""))
         time.sleep(0.2)

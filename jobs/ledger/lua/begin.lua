@@ -1,6 +1,7 @@
 -- KEYS: inflight, job, failed, leases, errors, results, at; ARGV: item, task id, lease deadline, crash limit,
--- message, stage ('' = leave), the message's dispatch token ('' = any). One task of the item begins: renews the lease, counts the delivery, notes the
--- stage. A task id still open from an earlier delivery means that delivery killed its worker (a finished task closes itself); after `crash limit` such
+-- message, stage ('' = leave), the message's dispatch token ('' = any), the worker running it ('' = none). One task
+-- of the item begins: renews the lease, counts the delivery, notes the stage and the worker (should that worker be
+-- lost, the item is its to rescue even where the message it took next never reached its held set). A task id still open from an earlier delivery means that delivery killed its worker (a finished task closes itself); after `crash limit` such
 -- deliveries the item is dead-lettered instead of looping. A message of a superseded dispatch (its item was
 -- re-dispatched since) changes nothing. Returns deliveries, 0 if not in flight or stale, -1 if dead.
 local item = ARGV[1]
@@ -18,6 +19,7 @@ if (rec['crashes'] or 0) >= tonumber(ARGV[4]) then
 end
 rec['open'][ARGV[2]] = 1
 rec['state'] = 'running'
+if ARGV[8] and ARGV[8] ~= '' then rec['worker'] = ARGV[8] end
 redis.call('HSET', KEYS[1], item, cjson.encode(rec))
 redis.call('ZADD', KEYS[4], ARGV[3], item)
 if ARGV[6] and ARGV[6] ~= '' then redis.call('HSET', KEYS[7], item, ARGV[6]) end

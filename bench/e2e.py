@@ -50,6 +50,7 @@ from workers.analysis.scoring import ANALYSIS_WIDTH, product_template
 from workers.geometry import CropPath, CropRect, aspect_size
 from workers.media.containers import Frame, VideoInfo
 from workers.media.render import EncodeOptions, OutputSpec, render_window
+from workers.media.sound import sound_options
 from workers.media.video import VideoSource
 from workers.pipeline import Decoding, choose, frame_window, load_image, sample_times, score_samples
 
@@ -87,7 +88,9 @@ def entries_of(catalog: Path) -> list[CatalogEntry]:
 
 
 def encode_options(config: OutputConfig) -> EncodeOptions:
-    return EncodeOptions(config.crf, config.preset, CODEC_THREADS, config.audio_bitrate)
+    return EncodeOptions(
+        config.crf, config.preset, CODEC_THREADS, config.audio_bitrate, sound_options(config)
+    )
 
 
 # --- (a) and (b): the naive design

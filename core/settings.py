@@ -47,6 +47,14 @@ def parse_aspect(text: str) -> tuple[int, int]:
     return int(parts[0]), int(parts[1])
 
 
+#: a clip's sound (workers.media.sound): the integrated loudness the large feeds normalise playback to, so they
+#: leave the clip as it is; the true-peak ceiling their encoders need to stay clean; a fade that turns the cut at
+#: each edge into a clean start and end without eating a word
+AUDIO_LOUDNESS_LUFS = -14.0
+AUDIO_TRUE_PEAK_DBTP = -1.0
+AUDIO_FADE_S = 0.1
+
+
 class OutputConfig(BaseModel):
     """What a job produces: stored with the job so every worker renders a job the same way."""
 
@@ -62,6 +70,10 @@ class OutputConfig(BaseModel):
     crf: int
     preset: str
     audio_bitrate: int
+    # defaults for job configs stored before these settings existed
+    audio_loudness_lufs: float | None = AUDIO_LOUDNESS_LUFS
+    audio_true_peak_dbtp: float = AUDIO_TRUE_PEAK_DBTP
+    audio_fade_s: float = AUDIO_FADE_S
     max_output_side: int | None
 
     @property
@@ -112,6 +124,21 @@ class Settings(BaseSettings):
     crf: int = Field(default=21, ge=0, le=51)
     preset: str = "veryfast"
     audio_bitrate: int = Field(default=128_000, ge=32_000, le=512_000)
+    audio_loudness_lufs: float | None = Field(
+        default=AUDIO_LOUDNESS_LUFS,
+        ge=-40.0,
+        le=-5.0,
+        description="integrated loudness (EBU R128, LUFS) clips are brought to; unset: as the seller recorded",
+    )
+    audio_true_peak_dbtp: float = Field(
+        default=AUDIO_TRUE_PEAK_DBTP,
+        ge=-9.0,
+        le=0.0,
+        description="the true peak (dBTP) the loudness gain may not pass",
+    )
+    audio_fade_s: float = Field(
+        default=AUDIO_FADE_S, ge=0.0, le=1.0, description="fade in and out at a clip's edges"
+    )
     max_output_side: int | None = Field(default=None, ge=64)
 
     # --- analysis
@@ -363,6 +390,9 @@ class Settings(BaseSettings):
             crf=self.crf,
             preset=self.preset,
             audio_bitrate=self.audio_bitrate,
+            audio_loudness_lufs=self.audio_loudness_lufs,
+            audio_true_peak_dbtp=self.audio_true_peak_dbtp,
+            audio_fade_s=self.audio_fade_s,
             max_output_side=self.max_output_side,
         )
 

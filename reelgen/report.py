@@ -275,7 +275,7 @@ def _item_section(
         parts.append(f"<p class='title'>{_text(manifest['title'])}</p>")
     parts.append(
         f"<p>status {_text(manifest.get('status'))}; window {start:.2f}–{end:.2f} s, "
-        f"score {_text(window.get('score', '?'))}</p>"
+        f"score {_text(window.get('score', '?'))}; {_sound(manifest.get('audio'))}</p>"
     )
     outputs = list(manifest.get("outputs") or [])
     if outputs:
@@ -312,6 +312,18 @@ def _item_section(
         "<figcaption>mid-window frame with every aspect's crop</figcaption></figure></section>"
     )
     return "\n".join(parts)
+
+
+def _sound(audio: object) -> str:
+    """What was done to the clips' sound, in a few words."""
+    if not isinstance(audio, dict):
+        return "no sound"
+    source = audio.get("source_lufs")
+    if source is None:
+        return "sound silent in the window"
+    gain = float(audio.get("gain_db") or 0.0)
+    limited = " (held back by the true-peak ceiling)" if audio.get("peak_limited") else ""
+    return _text(f"sound {float(source):.1f} LUFS in the source, {gain:+.1f} dB{limited}")
 
 
 def _text(value: object) -> str:

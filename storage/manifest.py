@@ -9,7 +9,7 @@ from typing import Any
 
 from storage.store import ObjectStore
 
-MANIFEST_VERSION = 1
+MANIFEST_VERSION = 2
 MANIFEST_NAME = "manifest.json"
 
 
@@ -102,6 +102,10 @@ class ItemManifest:
     #: (t, x0, y0, x1, y1) of the located product in the window and at the sample either side of it
     subject_boxes: list[tuple[float, float, float, float, float]]
     outputs: list[ClipRecord]
+    #: what was done to the window's sound, the same in every clip (the source's integrated loudness and true
+    #: peak, the gain that brought it to the target, whether the true-peak ceiling stopped it short, the fade at
+    #: each edge); None when the clips are silent
+    audio: dict[str, Any] | None
     config_hash: str
     scorer: str
     versions: dict[str, str]

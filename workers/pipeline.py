@@ -638,6 +638,7 @@ def render_and_publish(
             curve=analysis.curve,
             cuts=analysis.cuts,
             subject_boxes=analysis.subject_boxes,
+            audio=None if rendered.audio is None else rendered.audio.as_manifest(),
             outputs=outputs,
             config_hash=config.config_hash,
             scorer=config.scorer,

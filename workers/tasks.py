@@ -47,6 +47,7 @@ from storage.store import ObjectStore, open_store
 from workers import pipeline
 from workers.fanin import SegmentResults
 from workers.media.render import EncodeOptions
+from workers.media.sound import sound_options
 from workers.stage_state import (
     analysis_from_json,
     analysis_to_json,
@@ -117,6 +118,7 @@ class WorkerContext:
             preset=config.preset,
             threads=self.settings.threads_per_worker,
             audio_bitrate=config.audio_bitrate,
+            sound=sound_options(config),
         )
 
 

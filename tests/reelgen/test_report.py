@@ -53,6 +53,13 @@ def manifest(video: Path, item_id: str) -> dict[str, Any]:
         "cuts": [2.5],
         "text_boxes": [[20, 14, 180, 40]],
         "subject_boxes": [[1.3, 200, 100, 280, 260], [3.6, 230, 100, 310, 260]],
+        "audio": {
+            "source_lufs": -23.04,
+            "source_true_peak_dbtp": -3.5,
+            "gain_db": 2.5,
+            "peak_limited": True,
+            "fade_s": 0.1,
+        },
         "outputs": [
             {
                 "aspect": "9:16",
@@ -86,7 +93,7 @@ def out(tmp_path: Path) -> Path:
         (out / item / "manifest.json").write_text(json.dumps(manifest(video, item)))
         solid_clip(out / item / "9x16.mp4", (198, 352))
         solid_clip(out / item / "16x9.mp4", (640, 360))
-    gone = manifest(video, "sku-c") | {"source": {"uri": str(tmp_path / "missing.mp4")}}
+    gone = manifest(video, "sku-c") | {"source": {"uri": str(tmp_path / "missing.mp4")}, "audio": None}
     (out / "sku-c").mkdir()
     (out / "sku-c" / "manifest.json").write_text(json.dumps(gone))
     runs = out / "_reelgen" / "runs"
@@ -170,6 +177,8 @@ def test_the_page_shows_the_run_then_each_clip_playable_with_its_poster(report: 
     assert [bool(green[:, t].any()) for t in tiles] == [True, False, False, True]
     assert red.any()
     assert "found (2 of 4)" in page
+    assert page.count("sound -23.0 LUFS in the source, +2.5 dB (held back by the true-peak ceiling)") == 2
+    assert page.count("; no sound</p>") == 1  # sku-c: a source without a sound track
 
 
 def test_the_report_lies_where_no_item_can(report: Path, out: Path) -> None:

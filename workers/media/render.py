@@ -2,7 +2,8 @@
 
 Frames stay in yuv420p from the decoder to the encoders: cropping is slicing the three planes, so there is no
 colour conversion per output (the source's pixels pass through untouched apart from the crop and any downscale).
-The audio is the same in every clip, so it is encoded once and its packets are copied into each clip.
+The audio is the same in every clip, so it is made ready once (its loudness and fades: workers.media.sound),
+encoded once, and its packets are copied into each clip.
 
 Kept whole: one decoding pass feeds every output; the pass, each output's crop, scale and letterbox, the tick
 timing and the shared audio are one loop over the same frames.
@@ -30,6 +31,7 @@ import numpy as np
 from core.errors import DiskFull, ReelgenError, RenderError, UnreadableVideo
 from workers.geometry import CropRect
 from workers.media.containers import ColourTags, MediaLimits, Timing, open_media, quarter_turns
+from workers.media.sound import SoundOptions, SoundReport, finish
 from workers.media.video import VideoSource
 
 log = logging.getLogger(__name__)
@@ -53,6 +55,7 @@ class EncodeOptions:
     preset: str = "veryfast"
     threads: int = 1
     audio_bitrate: int = 128_000
+    sound: SoundOptions = field(default_factory=SoundOptions)
 
 
 @dataclass
@@ -268,12 +271,15 @@ class _ClipWriter:
             self.audio = None
 
 
-def _encoded_audio(path: Path, start: float, seconds: float, bitrate: int) -> bytes | None:
-    """The window's audio as 48 kHz stereo AAC in an in-memory MP4, exactly `seconds` long, or None when the
-    source has no audio stream."""
-    pcm = _window_audio(path, start, seconds)
-    if pcm is None:
+def _encoded_audio(
+    path: Path, start: float, seconds: float, bitrate: int, sound: SoundOptions
+) -> tuple[bytes, SoundReport] | None:
+    """The window's audio, made ready to publish (workers.media.sound), as 48 kHz stereo AAC in an in-memory
+    MP4, exactly `seconds` long, and what was done to it; None when the source has no audio stream."""
+    raw = _window_audio(path, start, seconds)
+    if raw is None:
         return None
+    pcm, report = finish(raw, AUDIO_RATE, sound)
     buffer = io.BytesIO()
     with av.open(buffer, mode="w", format="mp4") as container:
         stream = container.add_stream("aac", rate=AUDIO_RATE)
@@ -288,7 +294,7 @@ def _encoded_audio(path: Path, start: float, seconds: float, bitrate: int) -> by
             chunk.time_base = Fraction(1, AUDIO_RATE)
             container.mux(stream.encode(chunk))
         container.mux(stream.encode(None))
-    return buffer.getvalue()
+    return buffer.getvalue(), report
 
 
 # A jump in the source's audio timestamps larger than this is a gap (filled with silence) or an overlap (the
@@ -352,6 +358,8 @@ class Rendered:
 
     rate: Fraction
     repairs: dict[str, int]
+    #: what was done to the window's sound; None when the clips are silent
+    audio: SoundReport | None = None
 
 
 # Frames a clip's encoder may fall behind the decoder by: bounds memory (decoded pictures are shared by all
@@ -426,10 +434,11 @@ def render_window(
         ticks = output_ticks(start, end, rate)
         seconds = float(len(ticks) / rate)
         try:
-            audio = _encoded_audio(source_path, start, seconds, options.audio_bitrate)
+            encoded = _encoded_audio(source_path, start, seconds, options.audio_bitrate, options.sound)
         except (av.error.FFmpegError, ReelgenError) as exc:
             log.warning("audio of %s unusable, clips will be silent: %s", source_path.name, exc)
-            audio = None
+            encoded = None
+        audio, sound = encoded if encoded is not None else (None, None)
         clips: list[_ClipThread] = []
         try:
             for spec in specs:
@@ -472,7 +481,7 @@ def render_window(
     for spec in specs:
         if spec.frames == 0:
             raise RenderError(f"{source_path.name}: no frames in [{start:.2f}, {end:.2f}) s")
-    return Rendered(rate=rate, repairs=dict(source.repairs))
+    return Rendered(rate=rate, repairs=dict(source.repairs), audio=sound)
 
 
 def _disk_full(exc: Exception, source_path: Path, specs: Sequence[OutputSpec]) -> DiskFull | None:

@@ -163,7 +163,11 @@ def write_mp4(
     threading (PyAV would ask FFmpeg for slice threads)."""
     said: list[T] = []
     with av.open(str(path), "w", format="mp4") as container:
-        video = container.add_stream("libx264", rate=rate, options=options or {})
+        # x264's macroblock tree reads heap memory it never wrote (the same pictures gave different bytes from one
+        # process to the next); without it a plan always gives the same file
+        video = container.add_stream(
+            "libx264", rate=rate, options={"x264-params": "mbtree=0", **(options or {})}
+        )
         video.width, video.height, video.pix_fmt = size[0], size[1], "yuv420p"
         if one_thread:
             video.codec_context.thread_count = 1

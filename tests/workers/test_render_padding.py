@@ -10,7 +10,8 @@ import numpy as np
 
 from tests.support.media import make_code_video
 from workers.geometry import CropPath, CropRect
-from workers.media.render import EncodeOptions, OutputSpec, Planes, _shrunk, render_window
+from workers.media.planes import Planes, _shrunk
+from workers.media.render import EncodeOptions, OutputSpec, render_window
 
 
 def test_letterbox_fits_the_region_and_fills_the_bars() -> None:

@@ -18,6 +18,7 @@ from tests.support.media import make_code_video, read_code, write_mjpeg_sizes
 from workers.geometry import CropPath, CropRect, aspect_size
 from workers.media import render as render_module
 from workers.media.containers import Frame, MediaLimits
+from workers.media.planes import Planes, frame_planes
 from workers.media.render import EncodeOptions, OutputSpec, render_window
 from workers.media.video import VideoSource
 
@@ -308,15 +309,15 @@ def test_a_time_limit_during_the_decode_abandons_every_clip(
     """An exception in the decoding thread (Celery's soft time limit arrives there) ends the clip threads too."""
     source = tmp_path / "v.mp4"
     make_code_video(source, seconds=6.0, fps=25, size=(640, 360))
-    real_planes, calls = render_module._planes, []
+    real_planes, calls = frame_planes, []
 
-    def planes_until_timeout(frame: av.VideoFrame, rotation: int) -> render_module.Planes:
+    def planes_until_timeout(frame: av.VideoFrame, rotation: int) -> Planes:
         calls.append(frame)
         if len(calls) > 20:
             raise SoftTimeLimitExceeded()
         return real_planes(frame, rotation)
 
-    monkeypatch.setattr(render_module, "_planes", planes_until_timeout)
+    monkeypatch.setattr(render_module, "frame_planes", planes_until_timeout)
     threads = threading.active_count()
     specs = _centre_specs(tmp_path, {})
     with pytest.raises(SoftTimeLimitExceeded):

@@ -131,7 +131,8 @@ def write_report(
         "<!doctype html>\n<html lang='en'><head><meta charset='utf-8'>"
         f"<title>{_text(title)}</title>\n<style>{_CSS}</style></head>\n<body>\n"
         f"<h1>{_text(title)}</h1>\n{_summary_html(summary, len(manifests))}\n"
-        "<p class='legend'>Each clip is shown by a poster (its middle frame) and plays in the page. Below the "
+        "<p class='legend'>Each clip is shown by its cover (the manifest's <code>outputs[].cover</code>: the "
+        "clip's own frame where the product is whole, still and sharpest) and plays in the page. Below the "
         "clips: the score over the source video with the chosen window shaded, the window's frames with the "
         "product box (green) and text regions (red), and one frame with every aspect's crop outlined.</p>\n"
         + "\n".join(sections)
@@ -208,16 +209,19 @@ def _clip_path(out: Path | None, item_id: str, output: Mapping[str, Any]) -> Pat
 
 
 def _poster(clip: Path, dest: Path) -> bool:
-    """The clip's middle frame as a JPEG; False when the clip cannot be read."""
-    try:
-        with VideoSource(clip) as video:
-            middle = video.info.start_s + video.info.duration_s / 2
-            frames = video.sample([middle])
-    except ReelgenError:
-        return False
-    if not frames:
-        return False
-    bgr = cv2.cvtColor(frames[0].rgb, cv2.COLOR_RGB2BGR)
+    """The clip's cover (the JPEG beside it) scaled for the page, or, for a clip written before covers, its
+    middle frame; False when neither can be read."""
+    bgr = cv2.imread(str(clip.with_suffix(".jpg")))
+    if bgr is None:
+        try:
+            with VideoSource(clip) as video:
+                middle = video.info.start_s + video.info.duration_s / 2
+                frames = video.sample([middle])
+        except ReelgenError:
+            return False
+        if not frames:
+            return False
+        bgr = cv2.cvtColor(frames[0].rgb, cv2.COLOR_RGB2BGR)
     scale = POSTER_HEIGHT / bgr.shape[0]
     poster = cv2.resize(
         bgr, (max(2, round(bgr.shape[1] * scale)), POSTER_HEIGHT), interpolation=cv2.INTER_AREA
@@ -245,7 +249,11 @@ def _clips_html(item_id: str, outputs: Sequence[Mapping[str, Any]], dest: Path, 
         padded = f" <span class='padded'>letterboxed: {reason}{safe}</span>" if output.get("padded") else ""
         if output.get("past_unread_text"):
             padded = " <span class='padded'>cropped past detected text that does not read</span>"
-        caption = f"<figcaption>{_text(aspect)} {width}×{height}{padded}</figcaption>"
+        cover = ""
+        if output.get("cover_t") is not None:
+            whole = "" if output.get("cover_whole") else ", product not whole in any candidate"
+            cover = f" <span class='cover'>cover at {float(output['cover_t']):.2f} s{whole}</span>"
+        caption = f"<figcaption>{_text(aspect)} {width}×{height}{padded}{cover}</figcaption>"
         if clip is None:
             figures.append(f"<figure><p>clip not available locally</p>{caption}</figure>")
             continue

@@ -21,6 +21,10 @@ def clip_key(item_id: str, aspect: tuple[int, int]) -> str:
     return f"{item_id}/{aspect[0]}x{aspect[1]}.mp4"
 
 
+def cover_key(item_id: str, aspect: tuple[int, int]) -> str:
+    return f"{item_id}/{aspect[0]}x{aspect[1]}.jpg"
+
+
 def read_manifest(store: ObjectStore, item_id: str) -> dict[str, Any] | None:
     raw = store.get_bytes(manifest_key(item_id))
     if raw is None:
@@ -60,6 +64,11 @@ class ClipRecord:
 
     aspect: str
     uri: str
+    #: the clip's cover, a JPEG at the clip's size taken from its own frames (workers.media.cover)
+    cover: str
+    #: the source time of the cover's frame, and whether it shows the product whole
+    cover_t: float
+    cover_whole: bool
     width: int
     height: int
     padded: bool

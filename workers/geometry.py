@@ -23,6 +23,17 @@ class CropRect:
         return {"t": round(t, 4), "x": self.x, "y": self.y, "w": self.w, "h": self.h}
 
 
+def letterbox_placement(
+    src_w: int, src_h: int, width: int, height: int, share: float = 1.0
+) -> tuple[int, int, int, int]:
+    """Where a src_w×src_h picture letterboxed into width×height sits, at share of the size that fits: (left,
+    top, fitted width, fitted height), all even, centred."""
+    scale = min(width / src_w, height / src_h) * share
+    fit_w = min(width, max(2, round(src_w * scale / 2) * 2))
+    fit_h = min(height, max(2, round(src_h * scale / 2) * 2))
+    return (width - fit_w) // 4 * 2, (height - fit_h) // 4 * 2, fit_w, fit_h
+
+
 @dataclass(frozen=True)
 class AspectSize:
     """The crop taken from the source and the size the clip is encoded at, for one aspect."""

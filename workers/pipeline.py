@@ -31,11 +31,19 @@ import PIL.Image
 
 from core import PIPELINE_VERSION, __version__
 from core.catalog_entry import CatalogEntry
-from core.errors import DiskFull, ImageError
+from core.errors import DiskFull, ImageError, RenderError
 from core.settings import OutputConfig, Settings
 from gpu_service.priority import PriorityKey
 from storage.addresses import shown
-from storage.manifest import ClipRecord, ItemManifest, WindowRecord, clip_key, manifest_key, write_manifest
+from storage.manifest import (
+    ClipRecord,
+    ItemManifest,
+    WindowRecord,
+    clip_key,
+    cover_key,
+    manifest_key,
+    write_manifest,
+)
 from storage.store import ObjectStore, left_by_dead_process, process_tag
 from workers.analysis.localise import LOCATE_SIDE, Box, ProductLocator, follow, whole_boxes
 from workers.analysis.scoring import (
@@ -58,6 +66,7 @@ from workers.framing.picture_area import picture_area
 from workers.framing.planner import PAD_NO_TEXT_SAFE_CROP, PAD_TEXT_AND_SUBJECT, FramingPlan, plan_framing
 from workers.geometry import CropPath, CropRect, aspect_size
 from workers.media.containers import Frame, MediaLimits, VideoInfo
+from workers.media.cover import cover_candidates
 from workers.media.render import EncodeOptions, OutputSpec, render_window
 from workers.media.segments import Segment, plan_segments
 from workers.media.video import VideoSource
@@ -583,6 +592,9 @@ def render_and_publish(
     store.delete(manifest_key(entry.item_id))
     scratch = scratch_dir(work_dir, entry.item_id)
     try:
+        window = analysis.window
+        located = [(b[0], (b[1], b[2], b[3], b[4])) for b in analysis.subject_boxes]
+        candidates = cover_candidates(located, window.start_s, window.end_s)
         specs = []
         for pair in config.aspect_pairs:
             size = aspect_size(pair, info.width, info.height, config.max_output_side)
@@ -595,9 +607,10 @@ def render_and_publish(
                     path=scratch / f"{size.file_stem}.mp4",
                     padded=analysis.padded.get(size.label, False),
                     picture_share=analysis.picture_share.get(size.label, 1.0),
+                    cover_path=scratch / f"{size.file_stem}.jpg",
+                    cover_candidates=candidates,
                 )
             )
-        window = analysis.window
         with opener.local_path(entry.video) as source_path:
             rendered = render_window(
                 source_path, window.start_s, window.end_s, specs, options, timing=info.timing,
@@ -607,10 +620,17 @@ def render_and_publish(
         for pair, spec in zip(config.aspect_pairs, specs, strict=True):
             key = clip_key(entry.item_id, pair)
             store.put_file(key, spec.path, "video/mp4")
+            cover = cover_key(entry.item_id, pair)
+            if spec.cover_path is None or spec.cover_t is None:
+                raise RenderError(f"{entry.item_id}: the {spec.aspect} clip was written without its cover")
+            store.put_file(cover, spec.cover_path, "image/jpeg")
             outputs.append(
                 ClipRecord(
                     aspect=spec.aspect,
                     uri=store.uri(key),
+                    cover=store.uri(cover),
+                    cover_t=round(spec.cover_t, 3),
+                    cover_whole=spec.cover_whole,
                     width=spec.width,
                     height=spec.height,
                     padded=spec.padded,

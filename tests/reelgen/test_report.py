@@ -67,6 +67,8 @@ def manifest(video: Path, item_id: str) -> dict[str, Any]:
                 "height": 352,
                 "padded": False,
                 "past_unread_text": True,
+                "cover_t": 1.25,
+                "cover_whole": True,
                 "crops": crops,
             },
             {
@@ -93,6 +95,8 @@ def out(tmp_path: Path) -> Path:
         (out / item / "manifest.json").write_text(json.dumps(manifest(video, item)))
         solid_clip(out / item / "9x16.mp4", (198, 352))
         solid_clip(out / item / "16x9.mp4", (640, 360))
+    # sku-a's 9:16 clip has its cover beside it (green); the others are clips written before covers
+    cv2.imwrite(str(out / "sku-a" / "9x16.jpg"), np.full((352, 198, 3), (0, 255, 0), np.uint8))
     gone = manifest(video, "sku-c") | {"source": {"uri": str(tmp_path / "missing.mp4")}, "audio": None}
     (out / "sku-c").mkdir()
     (out / "sku-c" / "manifest.json").write_text(json.dumps(gone))
@@ -156,8 +160,10 @@ def test_the_page_shows_the_run_then_each_clip_playable_with_its_poster(report: 
     for poster in posters:
         image = cv2.imread(str(report.parent / poster))
         assert image is not None and image.shape[0] == 240
-        # the clip's own picture (magenta in BGR), not a frame of the source
-        assert np.abs(image.reshape(-1, 3).mean(axis=0) - (255, 0, 255)).max() < 12
+        # the clip's cover where it has one (green), else its own middle frame (magenta), never the source's
+        colour = (0, 255, 0) if poster == "sku-a/9x16.jpg" else (255, 0, 255)
+        assert np.abs(image.reshape(-1, 3).mean(axis=0) - colour).max() < 12, poster
+    assert page.count("cover at 1.25 s</span>") == 3  # sku-c's too, though its clips are not here
     assert (
         "letterboxed: the subject is wider than the 16:9 crop; shown at 93% to keep its text title-safe"
         in page

@@ -9,7 +9,7 @@ import av
 import cv2
 import numpy as np
 
-from workers.geometry import CropRect
+from workers.geometry import CropRect, letterbox_placement
 from workers.media.containers import quarter_turns
 
 
@@ -45,9 +45,7 @@ class Planes:
         with the same frame's colours instead of black. All in yuv420p planes: no colour conversion.
         """
         src_h, src_w = self.y.shape
-        scale = min(width / src_w, height / src_h) * share
-        fit_w = min(width, max(2, round(src_w * scale / 2) * 2))
-        fit_h = min(height, max(2, round(src_h * scale / 2) * 2))
+        x0, y0, fit_w, fit_h = letterbox_placement(src_w, src_h, width, height, share)
         # the fill: the central part of the region with the output's aspect, stretched over the output
         if src_w * height > width * src_h:
             cover_w, cover_h = max(2, round(src_h * width / height / 2) * 2), src_h
@@ -55,7 +53,6 @@ class Planes:
             cover_w, cover_h = src_w, max(2, round(src_w * height / width / 2) * 2)
         cx, cy = (src_w - cover_w) // 4 * 2, (src_h - cover_h) // 4 * 2
         cover = self.crop(CropRect(cx, cy, cover_w, cover_h))
-        x0, y0 = (width - fit_w) // 4 * 2, (height - fit_h) // 4 * 2
         fitted = self.resize(fit_w, fit_h)
         planes = []
         for k, (picture, part) in enumerate(

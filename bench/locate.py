@@ -2,8 +2,8 @@
 product, and whether the box it gives holds it.
 
 Every frame at the pipeline's sampling rate (2 per second) is scaled as the sampler scales it and located
-against the item's main image (workers.analysis.localise), the product followed into the frames next to a find where the
-locator lost it (workers.analysis.localise.follow, over the whole video where the pipeline runs it per segment), then
+against the item's main image (workers.analysis.localisation), the product followed into the frames next to a find where the
+locator lost it (workers.analysis.localisation.following, over the whole video where the pipeline runs it per segment), then
 compared with the ground truth:
 
 - found: product frames where the locator gave a box;
@@ -24,12 +24,12 @@ Only aggregates are printed for the held-out half, as bench/quality.py does.
 from __future__ import annotations
 
 import argparse
-import importlib.util
+import importlib
 import json
 import sys
 import time
 from pathlib import Path
-from types import ModuleType
+from types import SimpleNamespace
 from typing import Any
 
 import av
@@ -56,31 +56,49 @@ def _iou(a: Rect, b: Rect) -> float:
     return meet / union if union > 0 else 0.0
 
 
-def _load_localise(rev: str | None) -> tuple[ModuleType, str]:
-    """workers.analysis.localise as in this tree, or as committed at rev (loaded from its unpacked copy)."""
+def _load_localise(rev: str | None) -> tuple[Any, str]:
+    """The locator (ProductLocator, LOCATE_SIDE, follow, whole_boxes) as in this tree, or as committed at rev:
+    the revision's own workers package, imported from its unpacked copy while this tree's is set aside."""
     if rev is None:
-        import workers.analysis.localise as here
-
-        return here, "working tree"
+        return _locator_api(), "working tree"
     folder, commit = checkout(rev)
-    # where the module lies at that commit: workers/analysis/ since the folders became layers
-    path = next(
-        (
-            p
-            for p in (folder / "workers" / "analysis" / "localise.py", folder / "workers" / "localise.py")
-            if p.is_file()
-        ),
-        None,
-    )
-    if path is None:
-        raise SystemExit(f"no workers/analysis/localise.py or workers/localise.py at {rev}")
-    spec = importlib.util.spec_from_file_location(f"localise_{commit}", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    # dataclasses look their module up by name while the class is made
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module, commit
+    ours = {name: module for name, module in sys.modules.items() if name.split(".")[0] == "workers"}
+    for name in ours:
+        del sys.modules[name]
+    sys.path.insert(0, str(folder))
+    try:
+        api = _locator_api()
+        if not str(api.origin).startswith(str(folder)):
+            raise SystemExit(f"the locator at {rev} was not imported from its copy ({api.origin})")
+    finally:
+        sys.path.remove(str(folder))
+        for name in [name for name in sys.modules if name.split(".")[0] == "workers"]:
+            del sys.modules[name]
+        sys.modules.update(ours)
+    return api, commit
+
+
+def _locator_api() -> SimpleNamespace:
+    """The locator's entry points from the workers package on the path: the localisation package, or the one
+    module it was before (workers/analysis/localise.py, earlier workers/localise.py)."""
+    try:
+        from workers.analysis.localisation import common, following, locator, whole
+    except ModuleNotFoundError:
+        for legacy in ("workers.analysis.localise", "workers.localise"):
+            try:
+                module = importlib.import_module(legacy)
+            except ModuleNotFoundError:
+                continue
+            return SimpleNamespace(
+                ProductLocator=module.ProductLocator, LOCATE_SIDE=module.LOCATE_SIDE,
+                follow=getattr(module, "follow", None), whole_boxes=getattr(module, "whole_boxes", None),
+                origin=module.__file__,
+            )  # fmt: skip
+        raise
+    return SimpleNamespace(
+        ProductLocator=locator.ProductLocator, LOCATE_SIDE=common.LOCATE_SIDE, follow=following.follow,
+        whole_boxes=whole.whole_boxes, origin=locator.__file__,
+    )  # fmt: skip
 
 
 def _frames(video: Path, truth: dict[str, Any], side: int) -> list[tuple[int, np.ndarray]]:
@@ -99,7 +117,7 @@ def _frames(video: Path, truth: dict[str, Any], side: int) -> list[tuple[int, np
     return out
 
 
-def measure(localise: ModuleType, catalog: Path, show_items: bool) -> dict[str, Any]:
+def measure(localise: Any, catalog: Path, show_items: bool) -> dict[str, Any]:
     folder = catalog.parent
     truth = json.loads((folder / "truth.json").read_text())["items"]
     entries = [json.loads(line) for line in catalog.read_text().splitlines()]
@@ -131,11 +149,11 @@ def measure(localise: ModuleType, catalog: Path, show_items: bool) -> dict[str, 
             if hasattr(locator, "locate_all")
             else [locator.locate(picture, size) for picture in pictures]
         )
-        if hasattr(localise, "follow"):
+        if localise.follow is not None:
             found = localise.follow(pictures, found, size)
         # the locator's per-video pass, where it has one
         boxes = (
-            localise.whole_boxes(found, size) if hasattr(localise, "whole_boxes") else [f.box for f in found]
+            localise.whole_boxes(found, size) if localise.whole_boxes is not None else [f.box for f in found]
         )
         cpu += time.process_time() - started
         for (index, _), box in zip(frames, boxes, strict=True):

@@ -45,7 +45,10 @@ from storage.manifest import (
     write_manifest,
 )
 from storage.store import ObjectStore, left_by_dead_process, process_tag
-from workers.analysis.localise import LOCATE_SIDE, Box, ProductLocator, follow, whole_boxes
+from workers.analysis.localisation.common import LOCATE_SIDE, Box
+from workers.analysis.localisation.following import follow
+from workers.analysis.localisation.locator import ProductLocator
+from workers.analysis.localisation.whole import whole_boxes
 from workers.analysis.scoring import (
     ANALYSIS_LONG_SIDE,
     ANALYSIS_WIDTH,
@@ -214,10 +217,10 @@ class SampleScore:
     box: tuple[float, float, float, float] | None
     signature: list[float]
     #: where the product's features found it: the part of the main image seen again, and the homography
-    #: into the source (workers.analysis.localise.whole_boxes completes the box over every segment's samples)
+    #: into the source (workers.analysis.localisation.whole completes the box over every segment's samples)
     seen: tuple[float, float, float, float] | None = None
     homography: tuple[float, ...] = ()
-    #: the product's own pixels' bounds in the main image, where known (workers.analysis.localise.Located.whole)
+    #: the product's own pixels' bounds in the main image, where known (workers.analysis.localisation.common.Located.whole)
     whole: tuple[float, float, float, float] | None = None
 
     @property
@@ -240,7 +243,7 @@ def score_samples(
     scorer: str = "template",
     text: str = "",
 ) -> list[SampleScore]:
-    """Score sampled frames (any size): where the product is (workers.analysis.localise, in this process), how well the
+    """Score sampled frames (any size): where the product is (workers.analysis.localisation, in this process), how well the
     frame shows it and how it looks (the inference daemon), and each frame's shot signature.
 
     Where the locator places the product is the evidence of presence; frames where it does not keep a fraction
@@ -254,7 +257,7 @@ def score_samples(
     window elsewhere; a toy on a shelf, the shelf's photo its main image, placed by its colours and valued
     0.28-0.30 a sample against a street's 0.23-0.24 by the blob's confidence alone, its window elsewhere in 2 of
     103 items). The box is the located one (followed from a neighbouring sample where the
-    features lose it: workers.analysis.localise.follow, over these frames, which are one segment's samples in time
+    features lose it: workers.analysis.localisation.following, over these frames, which are one segment's samples in time
     order); the template scorer's own box is used only for a plain, colourful product it matches strongly (a
     grey one's match lands on grey walls and roads as readily: only its outline places it), narrowed to the
     blob of the product's colours there where its own pixels are known and the blob looks like them

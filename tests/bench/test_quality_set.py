@@ -24,7 +24,7 @@ from bench.quality_set import (
     write_quality_set,
 )
 from devtools.real_media import opencv_rubberwhale, skimage_clock_motion
-from workers.analysis.localise import unlike_backdrop
+from workers.analysis.localisation.backdrop import unlike_backdrop
 
 
 def test_halves_share_no_seed_photo_or_clip() -> None:

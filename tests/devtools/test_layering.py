@@ -29,8 +29,12 @@ def test_no_module_is_long_without_a_reason() -> None:
 
 def test_neither_the_product_nor_the_benchmarks_import_the_tests() -> None:
     tests = {imports.module_name(ROOT, path) for path in (ROOT / "tests").rglob("*.py")}
+    # not the benchmarks' own data (bench/.data holds unpacked revisions of the whole tree, tests included)
     sources = [
-        path for folder in (*imports.FOLDERS, "bench") for path in sorted((ROOT / folder).rglob("*.py"))
+        path
+        for folder in (*imports.FOLDERS, "bench")
+        for path in sorted((ROOT / folder).rglob("*.py"))
+        if not any(part.startswith(".") for part in path.relative_to(ROOT).parts)
     ]
     wrong = []
     for path in sources:

@@ -35,18 +35,13 @@ from tests.support.placements import backgrounds as _backgrounds
 from tests.support.placements import pasted as _pasted
 from tests.support.placements import read_rgb as _read
 from tests.support.placements import whale_on_shelf as _whale
-from workers.analysis.localise import (
-    FOLLOW_STEPS,
-    NOT_FOUND,
-    Box,
-    Located,
-    ProductLocator,
-    _around_core,
-    _relit,
-    cut_out,
-    follow,
-    whole_boxes,
-)
+from workers.analysis.localisation.backdrop import cut_out
+from workers.analysis.localisation.colour import _around_core, _relit
+from workers.analysis.localisation.common import NOT_FOUND, Box, Located
+from workers.analysis.localisation.features import FeatureSource
+from workers.analysis.localisation.following import FOLLOW_STEPS, follow
+from workers.analysis.localisation.locator import ProductLocator
+from workers.analysis.localisation.whole import whole_boxes
 
 PHOTOS = {
     "coffee": skimage_coffee,
@@ -357,13 +352,13 @@ def test_a_run_of_samples_is_searched_scaled_up_around_where_that_finds_a_tiny_p
         frames.append(frame)
         truths.append(truth)
     searched: list[int] = []
-    fine = ProductLocator._fine
+    fine = FeatureSource.fine
 
-    def counted(self: ProductLocator, frame: np.ndarray, grey: np.ndarray) -> object:
+    def counted(self: FeatureSource, frame: np.ndarray, grey: np.ndarray | None = None) -> object:
         searched.append(next(k for k, f in enumerate(frames) if f is frame))
         return fine(self, frame, grey)
 
-    monkeypatch.setattr(ProductLocator, "_fine", counted)
+    monkeypatch.setattr(FeatureSource, "fine", counted)
     found = locator.locate_all(frames, (768, 432))
     held = [f.box is not None and _iou(f.box, t) > 0.5 for f, t in zip(found, truths, strict=True) if t]
     assert held == [True] * 6, held

@@ -1,0 +1,337 @@
+"""Evidence by colour: blobs of the frame whose hues are the product's own pixels', that look like them, under
+the photo's light or a few others."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+
+from workers.analysis.localisation.common import Box, Located, at_locate_side, grown_mask, own_bounds
+from workers.geometry import box_union, iou, scale_box
+
+#: a plain product's colours are evidence only when its foreground's median saturation is at least this
+#: (of 255): hue means nothing on grey, and a grey product's histogram matches every grey wall, road and sky
+MIN_SATURATION = 40
+
+#: the lights (a gain per channel) a product's colours are also looked for under, where they are not found as its
+#: photo shows them: warmer and cooler (red against blue), greener and redder
+LIGHTS = tuple((warm, green, 1 / warm) for warm in (0.87, 1.0, 1.15) for green in (0.9, 1.0, 1.1))
+
+
+#: stronger lights, each looked for on its own (the union of their colours runs into the background: an apple's
+#: reds under every one of them are also a face's and a brick wall's), where LIGHTS find nothing: a teal toy in
+#: green or blue light. A blob found under one must look much like the product (STRONG_NCC): at LOOK_NCC, faces
+#: and walls of an apple's shifted hues pass for it
+STRONG_LIGHTS = tuple(
+    (warm, green, 1 / warm)
+    for warm in (0.8, 1.0, 1.25)
+    for green in (0.83, 1.0, 1.2)
+    if (warm, green) != (1, 1)
+)
+STRONG_NCC = 0.6
+STRONG_SCALE = 0.5
+#: green casts stronger still (green 1.4 times the other two channels together, from warmer to cooler), under
+#: which a product whose colours are not skin's is looked for as the frame's one blob of them: lit apart from its
+#: scene, a teal toy turns green and looks too little like its photo for STRONG_NCC. The strong lights are not
+#: searched for one blob so: under their shifts of hue a background (a purple sky) can be the frame's one blob
+CAST_LIGHTS = tuple((warm, 1.4, 1 / warm) for warm in (0.8, 0.9, 1.0, 1.12, 1.25))
+
+
+def _relit(image: np.ndarray, light: tuple[float, float, float]) -> np.ndarray:
+    return np.clip(image.astype(np.float32) * np.array(light, np.float32), 0, 255).astype(np.uint8)
+
+
+def histogram(images: Sequence[np.ndarray], own: np.ndarray) -> np.ndarray:
+    """The hue-saturation histogram (30 × 32 bins, peak 255) of the own pixels (a 0/255 mask) of RGB images."""
+    hist = sum(
+        cv2.calcHist([cv2.cvtColor(image, cv2.COLOR_RGB2HSV)], [0, 1], own, [30, 32], [0, 180, 0, 256])
+        for image in images
+    )
+    return np.asarray(hist * (255.0 / max(float(np.max(hist)), 1e-6)), np.float32)
+
+
+#: a blob of the product's colours is the product when its pixels, scaled to LOOK_SIDE a side, correlate with
+#: the product's own by at least LOOK_NCC (colour channels together, over the product's pixels): the colours
+#: of a red apple are a face's, a brick wall's and a red sign's too, but its shading is not: such blobs correlate
+#: less than LOOK_NCC with the apple's own pixels, the apple's own blobs mostly well above it
+LOOK_SIDE = 32
+LOOK_NCC = 0.45
+#: a blob of the product's colours whose box covers more than this share of the frame is a background, unless
+#: it looks like the product
+BACKGROUND_SHARE = 0.6
+#: blobs of the product's colours, largest first, whose look is compared with the product's in a frame; one
+#: smaller than the largest is the product where it looks this much like it: an orange beside a face of its
+#: hues looks well above this, slices of faces and walls beside larger blobs below it
+LOOKED_BLOBS = 3
+LOOK_NCC_SMALLER = 0.7
+#: a product whose colours are not skin's is the frame's one blob of its colours where no blob of them looks like
+#: it: the largest holding this share of the frame's pixels of them, and correlating with the product's own
+#: pixels at least DISTINCT_NCC (not against them). Turned, tilted far back and half covered, a teal toy looks
+#: little like its photo even where its blob is the whole toy, hence the low correlation asked; a hand or a face
+#: is what brings a second blob of a product's hues into most frames, and for a product of skin's colours (an
+#: apple, an orange) its blob alone would be a face as often as the product
+DISTINCT_SHARE = 0.9
+DISTINCT_NCC = 0.1
+#: skin's range of chroma (Cr, Cb of YCrCb, 0-255), the classic rule of thumb for skin of every tone (Chai and
+#: Ngan, 1999); a product is unlike skin where at most SKIN_SHARE of its own pixels lie in it (an apple 0.6, an
+#: orange 0.39, a teal toy 0.0, a black car 0.03)
+SKIN_CR = (133, 173)
+SKIN_CB = (77, 127)
+SKIN_SHARE = 0.1
+
+#: a blob's core: its pixels whose colours match the product's histogram this strongly (of 255); a hand or a
+#: face of the product's hues joins its blob at the weaker levels, not at this one
+CORE_MATCH = 192
+#: a core is trusted where it holds this share of its blob's pixels at least
+CORE_SHARE = 0.1
+#: the blob's pixels within this share of the core's size (the square root of its area) of it are the product's
+CORE_REACH = 0.3
+#: core parts under this share of the core are specks
+CORE_SPECK = 0.05
+
+
+def _around_core(projected: np.ndarray, labels: np.ndarray, label: int, box: Box) -> Box:
+    """The box of a blob's pixels near its core (CORE_MATCH), or the blob's box where it has too little core."""
+    x0, y0, x1, y1 = (int(v) for v in box)
+    own = labels[y0:y1, x0:x1] == label
+    core = own & (projected[y0:y1, x0:x1] >= CORE_MATCH)
+    count = int(core.sum())
+    if count < CORE_SHARE * int(own.sum()):
+        return box
+    # specks of the core (a few strongly matching pixels of a hand) are no core
+    parts, part_labels, part_stats, _ = cv2.connectedComponentsWithStats(core.astype(np.uint8))
+    kept = [k for k in range(1, parts) if part_stats[k, cv2.CC_STAT_AREA] >= CORE_SPECK * count]
+    if not kept:
+        return box
+    core = np.isin(part_labels, kept)
+    ys, xs = own_bounds(own & (grown_mask(core.astype(np.uint8), CORE_REACH) > 0))
+    return (float(x0 + xs.start), float(y0 + ys.start), float(x0 + xs.stop), float(y0 + ys.stop))
+
+
+@dataclass(frozen=True)
+class _Matches:
+    """A frame's pixels of the product's colours (one histogram of them): the back-projection, smoothed, its
+    blobs (those at 96 or more: labels and stats as cv2.connectedComponentsWithStats gives them) and their
+    number of pixels."""
+
+    projected: np.ndarray
+    labels: np.ndarray
+    stats: np.ndarray
+    pixels: int
+
+
+def _matches(hsv: np.ndarray, hist: np.ndarray) -> _Matches:
+    projected = cv2.calcBackProject([hsv], [0, 1], hist, [0, 180, 0, 256], 1)
+    projected = cv2.GaussianBlur(projected, (0, 0), 2.0)
+    _, blob = cv2.threshold(projected, 96, 255, cv2.THRESH_BINARY)
+    _, labels, stats, _ = cv2.connectedComponentsWithStats(blob)
+    return _Matches(projected, labels, stats, int(np.count_nonzero(blob)))
+
+
+def _skin_share(image: np.ndarray, own: np.ndarray) -> float:
+    """The share of a product's own pixels (an RGB image's, where own is 255) in skin's range of chroma."""
+    ycrcb = cv2.cvtColor(image, cv2.COLOR_RGB2YCrCb)[own > 0]
+    cr, cb = ycrcb[:, 1], ycrcb[:, 2]
+    skin = (cr >= SKIN_CR[0]) & (cr <= SKIN_CR[1]) & (cb >= SKIN_CB[0]) & (cb <= SKIN_CB[1])
+    return float(skin.mean()) if len(skin) else 1.0
+
+
+def _look_of(image: np.ndarray, own: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The product's own pixels at LOOK_SIDE a side, and which of them are the product's."""
+    bounds = own_bounds(own)
+    side = (LOOK_SIDE, LOOK_SIDE)
+    pixels = cv2.resize(image[bounds], side, interpolation=cv2.INTER_AREA)
+    return pixels.astype(np.float32), cv2.resize(own[bounds], side, interpolation=cv2.INTER_NEAREST) > 0
+
+
+def _likeness(look: tuple[np.ndarray, np.ndarray], frame: np.ndarray, box: Box) -> float:
+    """Normalised cross-correlation of the product's look with the frame's pixels in box."""
+    pixels, mask = look
+    x0, y0, x1, y1 = (round(v) for v in box)
+    region = frame[y0 : max(y0 + 1, y1), x0 : max(x0 + 1, x1)]
+    seen = cv2.resize(region, (LOOK_SIDE, LOOK_SIDE), interpolation=cv2.INTER_AREA).astype(np.float32)[mask]
+    shown = pixels[mask]
+    seen, shown = seen - seen.mean(axis=0), shown - shown.mean(axis=0)
+    norm = math.sqrt(float((seen * seen).sum()) * float((shown * shown).sum()))
+    return float((seen * shown).sum()) / norm if norm > 0 else 0.0
+
+
+#: a blob grows over the pixels whose colours the product's histogram back-projects to at least this (of 255;
+#: the blob itself is those at 96 or more)
+FAINT_MATCH = 64
+
+
+def _grown_to_look(
+    look: tuple[np.ndarray, np.ndarray], frame: np.ndarray, projected: np.ndarray, box: Box
+) -> tuple[Box, float]:
+    """The box grown over each region of fainter colour match that it touches, one at a time, where that
+    makes its pixels look more like the product's; with its likeness."""
+    likeness = _likeness(look, frame, box)
+    most = 0.6 * frame.shape[0] * frame.shape[1]
+    _, _, stats, _ = cv2.connectedComponentsWithStats((projected >= FAINT_MATCH).astype(np.uint8))
+    for x, y, w, h, _ in stats[1:]:
+        region = (float(x), float(y), float(x + w), float(y + h))
+        if iou(region, box) == 0 or w * h > most:
+            continue
+        grown = box_union(box, region)
+        if (grown_likeness := _likeness(look, frame, grown)) > likeness:
+            box, likeness = grown, grown_likeness
+    return box, likeness
+
+
+class ColourSource:
+    """The product's colours and look, built once from its own pixels in the main image; `find` per frame."""
+
+    def __init__(self, image: np.ndarray, mask: np.ndarray, own: np.ndarray | None, textured: bool) -> None:
+        self._look = None if own is None else _look_of(image, own)
+        self._unlike_skin = own is not None and _skin_share(image, own) <= SKIN_SHARE
+        hsv = cv2.cvtColor(image, cv2.COLOR_RGB2HSV)
+        pixels = mask if own is None else own
+        self._colourful = float(np.median(hsv[..., 1][pixels > 0])) >= MIN_SATURATION
+        #: the product's colours (a hue-saturation histogram, 0-255) as its photo shows them, then, for a plain
+        #: colourful product (whose colours are its evidence), under LIGHTS
+        self._hists = [histogram([image], pixels)]
+        #: and one for each of STRONG_LIGHTS, looked for one at a time where none of those finds it
+        self._strong: list[np.ndarray] = []
+        #: and for each of CAST_LIGHTS, for a plain colourful product unlike skin
+        self._cast: list[np.ndarray] = []
+        if not textured and self._colourful:
+            self._hists.append(histogram([_relit(image, light) for light in LIGHTS], pixels))
+            self._strong = [histogram([_relit(image, light)], pixels) for light in STRONG_LIGHTS]
+            if self._unlike_skin:
+                self._cast = [histogram([_relit(image, light)], pixels) for light in CAST_LIGHTS]
+
+    @property
+    def colourful(self) -> bool:
+        """Whether the product's colours are evidence of it (MIN_SATURATION)."""
+        return self._colourful
+
+    @property
+    def looks(self) -> bool:
+        """Whether the product's own pixels are known, so that a blob can be checked to look like them."""
+        return self._look is not None
+
+    def colour_near(self, frame: np.ndarray, source_size: tuple[int, int], near: Box) -> Box | None:
+        """The blob of the product's colours that overlaps near (a box other evidence gives, source pixels) in an
+        RGB frame of the source, in source pixels; None where the product's own pixels are unknown or no such
+        blob is there that looks like the product's own pixels (LOOK_NCC). A plain product's colours alone are
+        no evidence where its photo runs to its edges (an apple's reds are a face's too: by hue and saturation
+        the two are as alike as two views of the apple), but where the template's match says the product is,
+        they give its extent better than the match's box, which is the whole photo's at one of a few fixed
+        scales. Only where the blob looks like the product: the match's box also overlaps what stands next to
+        the product, and a re-lit apple's colours were the face beside it, not the apple (bench/quality.py's
+        development half, an apple's samples through this path: boxes holding 90 % of it 121 → 127 of 260,
+        over 1.5 times its area 10 → 6; where no blob looks like it, the match's box stands). The blob is not
+        grown here: the match has placed the product, the blob only sizes it."""
+        if self._look is None:
+            return None
+        frame = at_locate_side(frame)
+        sx, sy = frame.shape[1] / source_size[0], frame.shape[0] / source_size[1]
+        found = self.find(frame, scale_box(near, sx, sy))
+        if found is None or found.box is None or _likeness(self._look, frame, found.box) < LOOK_NCC:
+            return None
+        return scale_box(found.box, 1 / sx, 1 / sy)
+
+    def find(self, frame: np.ndarray, near: Box | None = None, looked: bool = False) -> Located | None:
+        """The largest blob of the product's colours in the frame, or the largest overlapping near; looked,
+        only a blob that looks like the product's own pixels (grown while that makes it look more like them),
+        and for a plain product, where none does, one of its colours under other lights that does; where nothing
+        looks like it, for a product whose colours are not skin's, the frame's one blob of them (_blob's alone),
+        under LIGHTS, then under each of CAST_LIGHTS."""
+        hsv = cv2.cvtColor(frame, cv2.COLOR_RGB2HSV)
+        matches = []
+        for hist in self._hists if looked else self._hists[:1]:
+            matches.append(_matches(hsv, hist))
+            if (found := self._blob(frame, matches[-1], near, looked)) is not None:
+                return found
+        if not looked:
+            return None
+        # each strong light is a search of its own, on the frame at STRONG_SCALE: blobs need no more pixels
+        if self._strong:
+            small = cv2.resize(frame, None, fx=STRONG_SCALE, fy=STRONG_SCALE, interpolation=cv2.INTER_AREA)
+            small_hsv = cv2.cvtColor(small, cv2.COLOR_RGB2HSV)
+            strong = [_matches(small_hsv, hist) for hist in self._strong]
+            if (found := self._under_strong_light(small, strong)) is not None:
+                return found
+        if not self._unlike_skin:
+            return None
+        # the widest colours first: a blob of them under other lights holds more of the product
+        for matched in reversed(matches):
+            if (found := self._blob(frame, matched, near, looked, alone=True)) is not None:
+                return found
+        # a plain product's lone blob under a green cast (its frame's small copy made for the strong lights)
+        if self._cast:
+            cast = [_matches(small_hsv, hist) for hist in self._cast]
+            return self._under_strong_light(small, cast, alone=True)
+        return None
+
+    def _under_strong_light(
+        self, small: np.ndarray, lit: Sequence[_Matches], alone: bool = False
+    ) -> Located | None:
+        """A blob of the product's colours under one of a few strong lights (lit: the matches of each, in the
+        frame at STRONG_SCALE, small) that looks much like it (STRONG_NCC), or, alone, the frame's one blob of
+        them (as _blob's alone); its box in the frame's pixels."""
+        for matched in lit:
+            found = self._blob(small, matched, None, True, 0.0 if alone else STRONG_NCC, alone)
+            if found is not None and found.box is not None:
+                box = scale_box(found.box, 1 / STRONG_SCALE, 1 / STRONG_SCALE)
+                return Located(box, found.confidence, found.method)
+        return None
+
+    def _blob(
+        self,
+        frame: np.ndarray,
+        matches: _Matches,
+        near: Box | None,
+        looked: bool,
+        least: float = 0.0,
+        alone: bool = False,
+    ) -> Located | None:
+        """find, for the frame's pixels of one histogram of the product's colours; a looked blob must look at
+        least `least` like the product too; alone, only the largest blob, where it holds nearly all of those
+        pixels (DISTINCT_SHARE), and it need look only a little like the product (DISTINCT_NCC)."""
+        projected, labels, stats = matches.projected, matches.labels, matches.stats
+        # component 0 is the background
+        boxes = {
+            k: (float(x), float(y), float(x + w), float(y + h))
+            for k, (x, y, w, h, _) in enumerate(stats[1:], start=1)
+        }
+        blobs = sorted(
+            (k for k, box in boxes.items() if near is None or iou(box, near) > 0),
+            key=lambda k: -int(stats[k, cv2.CC_STAT_AREA]),
+        )
+        frame_area = frame.shape[0] * frame.shape[1]
+        # unlooked, the largest blob is the product's; looked, the largest that looks like it: a face or a wall
+        # of the product's hues is often larger than the product beside it, and a smaller blob needs to look
+        # more like it (LOOK_NCC_SMALLER)
+        ranks = LOOKED_BLOBS if looked and self._look is not None and not alone else 1
+        for rank, best in enumerate(blobs[:ranks]):
+            _, _, w, h, area = (int(v) for v in stats[best])
+            if area < frame_area * 0.003 or area < 0.3 * w * h:
+                continue
+            # a blob over most of the frame is a background of the product's colours, unless it looks like the
+            # product: held up close, a product fills most of the frame (a close-up apple or whale), and a
+            # background rarely looks like it
+            if w * h > frame_area * BACKGROUND_SHARE and not (looked and self._look is not None):
+                continue
+            if alone and area < DISTINCT_SHARE * matches.pixels:
+                continue
+            box = boxes[best]
+            if looked and self._look is not None:
+                box, likeness = _grown_to_look(self._look, frame, projected, box)
+                needed = DISTINCT_NCC if alone else (LOOK_NCC if rank == 0 else LOOK_NCC_SMALLER)
+                if likeness < max(least, needed):
+                    continue
+                # a blob that looks like the product may have a hand of its hues joined to it: where the part
+                # round its core looks more like the product, that part is the product
+                core = _around_core(projected, labels, best, boxes[best])
+                if core != boxes[best]:
+                    core, core_likeness = _grown_to_look(self._look, frame, projected, core)
+                    if core_likeness > likeness:
+                        box = core
+            return Located(box, 0.3 * min(1.0, area / (w * h)), "colour")
+        return None

@@ -1,0 +1,175 @@
+"""Following the product from a sample that found it into its neighbours that did not."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import cv2
+import numpy as np
+
+from workers.analysis.localisation.common import Box, Located
+from workers.geometry import scale_box
+
+#: a product the features lose for a moment (turned to a side its main image does not show, blurred by a
+#: swing, half hidden by the hand holding it) is followed from the neighbouring sample that has it: the frame's
+#: own pixels there, searched for near the same place in this frame. Followed at most this many samples from a
+#: frame that found it (at 2 samples a second: one second), so that a product that has left the frame is not
+#: followed onto the background it stood on
+FOLLOW_STEPS = 2
+#: normalised cross-correlation the product's pixels must reach where they are found again
+FOLLOW_NCC = 0.7
+#: of the box, the central part searched for (its edges show the background behind the product)
+FOLLOW_CORE = 0.8
+#: the search reaches this share of the box's size past it on every side
+FOLLOW_REACH = 0.5
+#: sizes of the product tried, against the neighbouring sample's
+FOLLOW_SCALES = (0.9, 1.0, 1.1)
+#: the core is searched for at most this long a side: the correlation needs no more
+FOLLOW_SIDE = 64
+#: a core flatter than this (standard deviation of its grey levels) matches any plain wall
+FOLLOW_MIN_STD = 12.0
+#: a box followed back to its frame lands this close to where it was (share of its size), or is dropped
+FOLLOW_BACK = 0.1
+#: the product's mean colour where it is found again: its brightness within this factor either way, and each
+#: channel's share of it within FOLLOW_HUE
+FOLLOW_LIGHT = 1.5
+FOLLOW_HUE = 0.04
+#: a followed box's confidence, against the sample it was followed from
+FOLLOW_DECAY = 0.8
+
+
+def follow(
+    frames: Sequence[np.ndarray], found: Sequence[Located], source_size: tuple[int, int]
+) -> list[Located]:
+    """The product in every frame of a run of samples (RGB, in time order, any one size), where the locator
+    lost it next to a frame that had it: each sample without a box (or with only a blob of the product's colours,
+    next to one found otherwise) takes the box where the neighbouring
+    sample's product pixels are found again (forward, then backward for what is still empty), up to
+    FOLLOW_STEPS samples from a located one. Boxes stay in source pixels; a followed one has method
+    "followed" and, where the sample it came from was found by features, the same part of the main image seen
+    and that sample's homography moved as the product moved (so whole_boxes completes it as it completes
+    that sample's box where a hand covers part of the product)."""
+    out = list(found)
+    if not out:
+        return out
+    scale = frames[0].shape[1] / source_size[0]
+    steps = [0 if f.box is not None else FOLLOW_STEPS + 1 for f in out]
+    for order in (range(1, len(out)), range(len(out) - 2, -1, -1)):
+        for i in order:
+            j = i - 1 if order.step == 1 else i + 1
+            before = out[j]
+            # a blob of the product's colours often holds only its lit side: the product's own pixels followed
+            # from a sample that saw more of it are the better box
+            lost = out[i].box is None or (out[i].method == "colour" and before.method != "colour")
+            if not lost or before.box is None or steps[j] >= FOLLOW_STEPS:
+                continue
+            seen = scale_box(before.box, scale, scale)
+            moved = _found_again(frames[j], seen, frames[i])
+            if moved is None:
+                continue
+            box, shift = moved
+            back = _found_again(frames[i], box, frames[j])
+            if back is not None and _agrees(back[0], seen):
+                out[i] = _moved(before, box, shift, scale)
+                steps[i] = steps[j] + 1
+    return out
+
+
+def _moved(before: Located, box: Box, shift: np.ndarray, scale: float) -> Located:
+    """A sample's find moved into the next frame: box (frame pixels) and the shift (3×3, frame pixels) that took
+    the product there."""
+    to_frame = np.diag([scale, scale, 1.0])
+    in_source = np.linalg.inv(to_frame) @ shift @ to_frame
+    homography = (
+        tuple(float(v) for v in (in_source @ np.array(before.homography).reshape(3, 3)).ravel())
+        if before.homography
+        else ()
+    )
+    quad = (
+        tuple(
+            (float(x), float(y))
+            for x, y in cv2.perspectiveTransform(
+                np.array(before.quad, np.float32).reshape(-1, 1, 2), in_source
+            ).reshape(-1, 2)
+        )
+        if before.quad
+        else ()
+    )
+    return Located(
+        scale_box(box, 1 / scale, 1 / scale),
+        before.confidence * FOLLOW_DECAY,
+        "followed",
+        quad,
+        before.seen,
+        homography,
+        before.whole,
+    )
+
+
+def _agrees(back: Box, box: Box) -> bool:
+    """Whether a box followed back to the frame it came from (back) lands on it again (within FOLLOW_BACK of
+    its size): pixels that left with the product match some other place going back; its own pixels do not."""
+    size = max(box[2] - box[0], box[3] - box[1])
+    return (
+        abs((back[0] + back[2]) - (box[0] + box[2])) / 2 <= FOLLOW_BACK * size
+        and abs((back[1] + back[3]) - (box[1] + box[3])) / 2 <= FOLLOW_BACK * size
+    )
+
+
+def _same_colour(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether two RGB patches have the same mean colour, up to a change of light (FOLLOW_LIGHT either way):
+    the grey levels' correlation says nothing of colour, and a smooth, round product's shading correlates with
+    any smooth shading."""
+    ca = a.reshape(-1, 3).mean(axis=0) + 1.0
+    cb = b.reshape(-1, 3).mean(axis=0) + 1.0
+    light = float(cb.sum() / ca.sum())
+    return (
+        1 / FOLLOW_LIGHT <= light <= FOLLOW_LIGHT
+        and float(np.abs(ca / ca.sum() - cb / cb.sum()).max()) <= FOLLOW_HUE
+    )
+
+
+def _found_again(previous: np.ndarray, box: Box, frame: np.ndarray) -> tuple[Box, np.ndarray] | None:
+    """Where box's core in the previous frame is in this one (both the same size), by normalised
+    cross-correlation over a few sizes near the same place, with the scaling and shift (3×3) that took it
+    there; None where nothing correlates FOLLOW_NCC."""
+    h, w = frame.shape[:2]
+    bw, bh = box[2] - box[0], box[3] - box[1]
+    trim = (1 - FOLLOW_CORE) / 2
+    cx0, cy0 = round(max(0.0, box[0] + trim * bw)), round(max(0.0, box[1] + trim * bh))
+    cx1, cy1 = round(min(float(w), box[2] - trim * bw)), round(min(float(h), box[3] - trim * bh))
+    if cx1 - cx0 < 8 or cy1 - cy0 < 8:
+        return None
+    core = cv2.cvtColor(previous[cy0:cy1, cx0:cx1], cv2.COLOR_RGB2GRAY)
+    if float(core.std()) < FOLLOW_MIN_STD:
+        return None
+    k = min(1.0, FOLLOW_SIDE / max(core.shape))
+    sx0, sy0 = max(0, round(box[0] - FOLLOW_REACH * bw)), max(0, round(box[1] - FOLLOW_REACH * bh))
+    sx1, sy1 = min(w, round(box[2] + FOLLOW_REACH * bw)), min(h, round(box[3] + FOLLOW_REACH * bh))
+    area = cv2.cvtColor(frame[sy0:sy1, sx0:sx1], cv2.COLOR_RGB2GRAY)
+    area = cv2.resize(area, None, fx=k, fy=k, interpolation=cv2.INTER_AREA) if k < 1 else area
+    best: tuple[float, int, int, float] | None = None
+    for s in FOLLOW_SCALES:
+        size = (max(4, round(core.shape[1] * k * s)), max(4, round(core.shape[0] * k * s)))
+        if size[0] > area.shape[1] or size[1] > area.shape[0]:
+            continue
+        scores = cv2.matchTemplate(
+            area, cv2.resize(core, size, interpolation=cv2.INTER_AREA), cv2.TM_CCOEFF_NORMED
+        )
+        _, peak, _, (x, y) = cv2.minMaxLoc(scores)
+        if best is None or peak > best[0]:
+            best = (float(peak), x, y, s)
+    if best is None or best[0] < FOLLOW_NCC:
+        return None
+    _, x, y, s = best
+    # the core found at (x, y) of the shrunk search area; the box round it grows by the same trim
+    x0, y0 = sx0 + x / k, sy0 + y / k
+    cw, ch = (cx1 - cx0) * s, (cy1 - cy0) * s
+    there = frame[round(y0) : round(y0 + ch), round(x0) : round(x0 + cw)]
+    if there.size == 0 or not _same_colour(previous[cy0:cy1, cx0:cx1], there):
+        return None
+    fw, fh = cw / FOLLOW_CORE, ch / FOLLOW_CORE
+    gx, gy = (fw - cw) / 2, (fh - ch) / 2
+    shift = np.array([[s, 0.0, x0 - s * cx0], [0.0, s, y0 - s * cy0], [0.0, 0.0, 1.0]])
+    found = (max(0.0, x0 - gx), max(0.0, y0 - gy), min(float(w), x0 + cw + gx), min(float(h), y0 + ch + gy))
+    return found, shift

@@ -7,13 +7,18 @@ completions, so partial batches at the edges do not distort it. The direct basel
 on uint8 frames (preprocessing included) at the daemon's observed mean batch size and with its thread count, with
 no clients running.
 
-Run: .venv/bin/python bench/daemon.py; the last line is JSON with "efficiency_at_8" (daemon ÷ direct at 8 clients)
-and, on a GPU, "gpu_busy" and "frames_per_s" at the highest load. Targets: efficiency_at_8 >= 0.9; gpu_busy >= 0.9.
+The daemon's own cost is measured after, with the same clients against `probe`, a model that reads one pixel a
+frame: the daemon's CPU time per frame (its transport, queue, batching, shared-memory slots and replies).
+
+Run: .venv/bin/python bench/daemon.py; the last line is JSON with "efficiency_at_8" (daemon ÷ direct at 8 clients),
+"overhead_us_per_frame_at_8" (the daemon's CPU µs a frame against `probe`, 8 clients) and, on a GPU, "gpu_busy"
+and "frames_per_s" at the highest load. Targets: efficiency_at_8 >= 0.9; gpu_busy >= 0.9.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import multiprocessing as mp
 import os
@@ -22,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from multiprocessing.synchronize import Event
 from pathlib import Path
 from typing import Any
@@ -33,10 +39,12 @@ from gpu_service.client import InferenceClient, wait_until_ready  # noqa: E402
 from gpu_service.priority import PriorityKey  # noqa: E402
 
 MODEL = "clip_vit_b16_image"
+#: reads one pixel a frame (gpu_service/models/basic.py): what a request costs beyond its model
+OVERHEAD_MODEL = "probe"
 
 
 def client_loop(
-    sock: str, stop: Event, frames_per_request: int, size: int, index: int, cores: tuple[int, ...]
+    sock: str, model: str, stop: Event, frames_per_request: int, size: int, index: int, cores: tuple[int, ...]
 ) -> None:
     import numpy as np
 
@@ -47,7 +55,7 @@ def client_loop(
     client = InferenceClient(sock, timeout_s=600)
     key = PriorityKey(0.0, float(index))
     while not stop.is_set():
-        client.infer(MODEL, frames, key)
+        client.infer(model, frames, key)
     client.close()
 
 
@@ -57,13 +65,19 @@ def cpu_seconds(pid: int) -> float:
 
 
 def measure_level(
-    sock: Path, daemon_pid: int, clients: int, args: argparse.Namespace, client_cores: tuple[int, ...]
+    sock: Path,
+    daemon_pid: int,
+    clients: int,
+    args: argparse.Namespace,
+    client_cores: tuple[int, ...],
+    model: str = MODEL,
 ) -> dict[str, float]:
     ctx = mp.get_context("spawn")
     stop = ctx.Event()
     procs = [
         ctx.Process(
-            target=client_loop, args=(str(sock), stop, args.frames_per_request, args.size, i, client_cores)
+            target=client_loop,
+            args=(str(sock), model, stop, args.frames_per_request, args.size, i, client_cores),
         )
         for i in range(clients)
     ]
@@ -96,6 +110,7 @@ def measure_level(
             "mean_batch": frames / batches,
             "busy": (s1["busy_s"] - s0["busy_s"]) / wall,
             "daemon_cpu_cores": (c1 - c0) / (time.monotonic() - t0),
+            "daemon_cpu_us_per_frame": (c1 - c0) / frames * 1e6,
         }
     finally:
         stop.set()
@@ -141,6 +156,29 @@ class Direct:
         return batch * iterations / (time.perf_counter() - t0)
 
 
+@contextlib.contextmanager
+def _daemon(
+    model: str, args: argparse.Namespace, levels: list[int], compute_cores: tuple[int, ...]
+) -> Iterator[tuple[Path, subprocess.Popen[bytes], dict[str, Any]]]:
+    """A daemon serving model, its compute thread on compute_cores: (socket, process, status)."""
+    buckets = ",".join(str(b) for b in (1, 2, 4, 8, 16, 32, 64) if b <= args.max_batch)
+    with tempfile.TemporaryDirectory(prefix="rg-bench-") as tmp:
+        sock = Path(tmp) / "d.sock"
+        cmd = [
+            sys.executable, "-m", "gpu_service", "--socket", str(sock), "--device", args.device,
+            "--models", model, "--max-batch", str(args.max_batch), "--buckets", buckets,
+            "--max-delay-ms", args.max_delay_ms, "--slots", str(2 * max(levels) + 2), "--slot-mb", "1",
+            "--threads", str(len(compute_cores)), "--pin-cores", ",".join(map(str, compute_cores)),
+            "--log-level", "WARNING",
+        ]  # fmt: skip
+        daemon = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL)
+        try:
+            yield sock, daemon, wait_until_ready(sock, timeout_s=300)
+        finally:
+            daemon.terminate()
+            daemon.wait(60)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--levels", default="1,4,8,16")
@@ -165,67 +203,45 @@ def main() -> int:
     n_compute = args.threads or max(1, len(cores) - 1)
     compute_cores = tuple(cores[-n_compute:])
     client_cores = tuple(cores[:-n_compute]) or tuple(cores)
-    buckets = ",".join(str(b) for b in (1, 2, 4, 8, 16, 32, 64) if b <= args.max_batch)
 
     print(f"machine: {os.cpu_count()} CPUs ({platform.machine()}), python {platform.python_version()}")
-    with tempfile.TemporaryDirectory(prefix="rg-bench-") as tmp:
-        sock = Path(tmp) / "d.sock"
-        cmd = [
-            sys.executable,
-            "-m",
-            "gpu_service",
-            "--socket",
-            str(sock),
-            "--device",
-            args.device,
-            "--models",
-            MODEL,
-            "--max-batch",
-            str(args.max_batch),
-            "--buckets",
-            buckets,
-            "--max-delay-ms",
-            args.max_delay_ms,
-            "--slots",
-            str(2 * max(levels) + 2),
-            "--slot-mb",
-            "1",
-            "--threads",
-            str(n_compute),
-            "--pin-cores",
-            ",".join(map(str, compute_cores)),
-            "--log-level",
-            "WARNING",
-        ]
-        daemon = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL)
-        try:
-            status = wait_until_ready(sock, timeout_s=300)
+    with _daemon(MODEL, args, levels, compute_cores) as (sock, daemon, status):
+        print(
+            f"daemon: device {status['device']} ({status['device_name']}), {status['torch_threads']} torch "
+            f"threads pinned to cores {compute_cores}, clients on cores {client_cores}, max_batch {args.max_batch}, max_delay {args.max_delay_ms} ms, "
+            f"{args.frames_per_request} frame(s) of "
+            f"{args.size}x{args.size} per request"
+        )
+        # The direct baseline runs on the compute thread's cores with its thread count, no clients running.
+        os.sched_setaffinity(0, compute_cores)
+        direct = Direct(args.device, status["torch_threads"])
+        results = []
+        for n in levels:
+            r = measure_level(sock, daemon.pid, n, args, client_cores)
+            # Measured right after its level, so both see the same machine (others may share it).
+            batch = max(1, round(r["mean_batch"]))
+            r["direct_frames_per_s"] = direct.frames_per_s(batch, args.size, args.min_batches)
+            r["efficiency"] = r["frames_per_s"] / r["direct_frames_per_s"]
+            results.append(r)
             print(
-                f"daemon: device {status['device']} ({status['device_name']}), {status['torch_threads']} torch "
-                f"threads pinned to cores {compute_cores}, clients on cores {client_cores}, max_batch {args.max_batch}, max_delay {args.max_delay_ms} ms, "
-                f"{args.frames_per_request} frame(s) of "
-                f"{args.size}x{args.size} per request"
+                f"daemon  {n:2d} clients: {r['frames_per_s']:8.2f} frames/s, mean batch {r['mean_batch']:.2f}, "
+                f"busy {r['busy']:.0%}, daemon CPU {r['daemon_cpu_cores']:.2f} cores; "
+                f"direct at batch {batch}: {r['direct_frames_per_s']:.2f} frames/s",
+                flush=True,
             )
-            # The direct baseline runs on the compute thread's cores with its thread count, no clients running.
-            os.sched_setaffinity(0, compute_cores)
-            direct = Direct(args.device, status["torch_threads"])
-            results = []
-            for n in levels:
-                r = measure_level(sock, daemon.pid, n, args, client_cores)
-                # Measured right after its level, so both see the same machine (others may share it).
-                batch = max(1, round(r["mean_batch"]))
-                r["direct_frames_per_s"] = direct.frames_per_s(batch, args.size, args.min_batches)
-                r["efficiency"] = r["frames_per_s"] / r["direct_frames_per_s"]
-                results.append(r)
-                print(
-                    f"daemon  {n:2d} clients: {r['frames_per_s']:8.2f} frames/s, mean batch {r['mean_batch']:.2f}, "
-                    f"busy {r['busy']:.0%}, daemon CPU {r['daemon_cpu_cores']:.2f} cores; "
-                    f"direct at batch {batch}: {r['direct_frames_per_s']:.2f} frames/s",
-                    flush=True,
-                )
-        finally:
-            daemon.terminate()
-            daemon.wait(60)
+        os.sched_setaffinity(0, cores)
+    # The daemon's own cost: the same clients against a model that reads one pixel a frame (the transport, the
+    # queue, batching, the shared-memory slots and the replies are all that is left)
+    with _daemon(OVERHEAD_MODEL, args, levels, compute_cores) as (sock, daemon, _):
+        overhead = []
+        for n in levels:
+            r = measure_level(sock, daemon.pid, n, args, client_cores, OVERHEAD_MODEL)
+            overhead.append(r)
+            print(
+                f"overhead {n:2d} clients: {r['frames_per_s']:8.1f} frames/s, mean batch {r['mean_batch']:.2f}, "
+                f"daemon CPU {r['daemon_cpu_us_per_frame']:.0f} µs a frame",
+                flush=True,
+            )
 
     by_clients = {int(r["clients"]): r for r in results}
     top = results[-1]
@@ -237,7 +253,13 @@ def main() -> int:
         "efficiency": {str(k): round(v["efficiency"], 3) for k, v in by_clients.items()},
         "efficiency_at_8": round(by_clients[8]["efficiency"], 3) if 8 in by_clients else None,
         "daemon_cpu_cores": {str(k): round(v["daemon_cpu_cores"], 2) for k, v in by_clients.items()},
+        "overhead_us_per_frame": {
+            str(int(r["clients"])): round(r["daemon_cpu_us_per_frame"]) for r in overhead
+        },
+        "overhead_frames_per_s": {str(int(r["clients"])): round(r["frames_per_s"], 1) for r in overhead},
     }
+    at_8 = [r for r in overhead if int(r["clients"]) == 8]
+    summary["overhead_us_per_frame_at_8"] = round(at_8[0]["daemon_cpu_us_per_frame"]) if at_8 else None
     if status["device"].startswith("cuda"):
         summary["gpu_busy"] = round(top["busy"], 3)
         summary["frames_per_s"] = round(top["frames_per_s"], 2)

@@ -8,7 +8,8 @@
     all cores — the work no design can avoid.
 All use the same scorer, crop planner, sampling rate and encoder settings (libx264 veryfast CRF 21, the same
 explicit thread count). (c) and (d) run in --repeats rounds (default 3), each (d) right after its (c).
-Usage: .venv/bin/python bench/e2e.py [--items 6] [--repeats 3] [--scaling]
+Usage: .venv/bin/python bench/e2e.py [--items 6] [--repeats 3] [--scaling]; the last line is JSON, with c_over_d
+and analysis_share (CPU-s of the stages before the render over the render's, in (c)'s last round).
 """
 
 from __future__ import annotations
@@ -302,6 +303,14 @@ def per_item(stages: dict[str, float], items: int) -> dict[str, float]:
     return {stage: round(seconds / items, 2) for stage, seconds in stages.items()}
 
 
+def analysis_share(stages: dict[str, dict[str, float]]) -> float | None:
+    """The analysis's CPU-seconds (every stage before the render: fetching, sampling, scoring, framing) over the
+    render's, from a run's stages."""
+    render = stages.get("render", {}).get("cpu", 0.0)
+    analysis = sum(v.get("cpu", 0.0) for stage, v in stages.items() if stage != "render")
+    return round(analysis / render, 3) if render > 0 else None
+
+
 def timed(label: str, fn: Callable[[], Any]) -> Any:
     print(f"running {label} ...", flush=True)
     return fn()
@@ -412,6 +421,7 @@ def main() -> None:
         "c_over_b": ratio("c", "b"),
         "c_over_d": round(statistics.median(pair_ratios), 3) if pair_ratios else None,
         "c_over_d_rounds": [round(x, 3) for x in pair_ratios],
+        "analysis_share": analysis_share(c_stages) if "c" in runs else None,
         "gpu_busy": gpu_busy,
         "mean_batch": round(inference.mean_batch, 2) if inference is not None else None,
         "items": n,

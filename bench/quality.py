@@ -11,6 +11,8 @@ the manifests and the rendered clips:
 - product_inside_min: over items and aspects where the product fits the aspect's largest crop, the lowest share
   of window frames (where it fits) whose product box lies ≥ 90 % inside the frame's crop rectangle;
 - letterboxed_share: clips with `padded: true`, and the manifests' `padded_reason`s (null where none is given);
+  letterbox_fill_median / _min: over letterboxed clips showing the product, each clip's median over its frames of
+  the product's size in the clip over the size fitting the product alone to the clip would give;
   product_too_big_share: clips whose true product box is larger than the aspect's largest crop (95 % of it, at
   more than 5 % of the window's frames: the planner's own rule), the letterboxing the ground truth justifies;
   letterboxed_product_fits and cropped_product_too_big: the clips on which truth and reelgen disagree (the
@@ -330,6 +332,14 @@ class ClipScore:
     text_cut_captions: int = 0
     text_cut_read: int = 0
     text_cut_read_crop_edges: int = 0
+    #: of a letterboxed clip, per window frame showing the product: its size in the clip over the size that
+    #: fitting the product alone to the clip would give
+    fills: list[float] = field(default_factory=list)
+
+    @property
+    def fill(self) -> float | None:
+        """A letterboxed clip's median fill (None for a cropped clip, or one never showing the product)."""
+        return float(np.median(self.fills)) if self.fills else None
 
     @property
     def inside_share(self) -> float | None:
@@ -406,6 +416,17 @@ def window_margin(
     return best[True] - best[False] if True in best and False in best else None
 
 
+def letterbox_fill(box: list[float], crop: Rect, output: dict[str, Any]) -> float:
+    """The product's size in a letterboxed clip (the region shown fitted to the clip at its picture share) over
+    the size fitting the product alone to the clip would give."""
+    out_w, out_h = float(output["width"]), float(output["height"])
+    shown = min(out_w / (crop[2] - crop[0]), out_h / (crop[3] - crop[1])) * float(
+        output.get("picture_share", 1.0)
+    )
+    fitted = min(out_w / max(1.0, box[2] - box[0]), out_h / max(1.0, box[3] - box[1]))
+    return shown / fitted
+
+
 def score_item(manifest: dict[str, Any] | None, truth: dict[str, Any]) -> ItemScore:
     interval = tuple(truth["interval"]) if truth["interval"] else None
     score = ItemScore(
@@ -437,6 +458,8 @@ def score_item(manifest: dict[str, Any] | None, truth: dict[str, Any]) -> ItemSc
             crop = _crop_rect(entry)
             box = frame["box"]
             clip.window_frames += 1
+            if box is not None and clip.padded:
+                clip.fills.append(letterbox_fill(box, crop, output))
             if box is not None and too_big(box, (crop_w, crop_h)):
                 clip.too_big_frames += 1
             if box is not None and box[2] - box[0] <= crop_w and box[3] - box[1] <= crop_h:
@@ -630,6 +653,7 @@ def figures(scores: list[ItemScore], run: RunResult) -> dict[str, Any]:
     shares = [c.inside_share for s in product for c in s.clips if c.inside_share is not None]
     margins = [s.margin for s in product if s.margin is not None]
     padded = [c for c in clips if c.padded]
+    fills = [fill for c in padded if (fill := c.fill) is not None]
     too_big = {id(c) for c in clips if c.product_too_big}
     below = below_95(product)
     reasons = [c.padded_reason for c in padded if c.padded_reason is not None]
@@ -649,6 +673,8 @@ def figures(scores: list[ItemScore], run: RunResult) -> dict[str, Any]:
         "product_inside_pairs": len(shares),
         "product_inside_below_95_unlocated": sum(not s.located for s, _ in below),
         "letterboxed_share": round(len(padded) / len(clips), 3) if clips else None,
+        "letterbox_fill_median": round(float(np.median(fills)), 3) if fills else None,
+        "letterbox_fill_min": round(min(fills), 3) if fills else None,
         "product_too_big_share": round(len(too_big) / len(clips), 3) if clips else None,
         "letterboxed_product_fits": sum(c.padded and id(c) not in too_big for c in clips),
         "letterboxed_separable": sum(

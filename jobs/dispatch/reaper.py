@@ -2,10 +2,11 @@
 was lost, within seconds, and those whose lease ran out, as the backstop.
 
 A lost worker is one whose heartbeat has been missing for `worker_lost_s` (jobs/broker/heartbeat.py): every item it
-held a message of, and every item whose last task began on it, is re-dispatched at once under a new token, so the
-broker's own redelivery of those messages, a visibility timeout later, finds them superseded. The second set
-covers the moment between the broker handing a worker an item's next message and the worker registering it: a
-worker killed then leaves the message in no held set (or, popped but not yet marked unacknowledged, nowhere). A dispatcher judges silence only once it has itself watched
+held a message of, every item whose last task began on it, and every item whose message the broker holds as
+unacknowledged but no live worker holds, is re-dispatched at once under a new token, so the broker's own redelivery
+of those messages, a visibility timeout later, finds them superseded. The last two cover the moment between the
+broker handing a worker a message and the worker registering it: a worker killed then leaves the message in no
+held set (and, popped but not yet marked unacknowledged, nowhere: that one is the lease's). A dispatcher judges silence only once it has itself watched
 Redis for the whole bound, so a Redis restart, which silences every worker at once, condemns none of them.
 
 A lease is set when an item is admitted and renewed whenever one of its tasks begins, so it expires only when
@@ -22,6 +23,7 @@ from celery import Celery
 
 from core.errors import JobNotFound
 from core.settings import Settings
+from jobs.broker.unacked import unacknowledged
 from jobs.dispatch.feed import publish
 from jobs.ledger import JobRecord, Ledger
 from jobs.ledger.workers import HeldMessage, WorkerRegistry
@@ -73,17 +75,12 @@ class LostWorkers:
 
     def sweep(self) -> int:
         """Re-dispatch what every lost worker held; returns how many items were re-dispatched."""
+        lost = self.registry.lost()
         handled = 0
-        for worker in self.registry.lost():
+        for worker in lost:
             held = [m for m in self.registry.held(worker) if self.only is None or m.job_id == self.only]
             jobs = [self.only] if self.only is not None else self.ledger.active_jobs()
-            again = self._rescue(held + self.ledger.last_begun_by(worker, jobs))
-            for job_id, items in again.items():
-                try:
-                    publish(self.celery, self.ledger.job(job_id), items)
-                except JobNotFound:
-                    continue  # deleted meanwhile: nothing to finish
-            count = sum(len(items) for items in again.values())
+            count = self._rescue(held + self.ledger.last_begun_by(worker, jobs))
             self.registry.forget(worker, held)
             log.warning(
                 "worker %s lost (no heartbeat for %.0f s): re-dispatched %d item(s)",
@@ -92,11 +89,30 @@ class LostWorkers:
                 count,
             )
             handled += count
+        if lost:
+            handled += self._unheld(set(lost))
         return handled
 
-    def _rescue(self, held: list[HeldMessage]) -> dict[str, list[tuple[str, int]]]:
-        """{job: [(item, new token)]}; an item whose dispatch is already superseded (another of its messages came
-        first, or a dispatcher beside this one) is left alone."""
+    def _unheld(self, lost: set[str]) -> int:
+        """Re-dispatch the unacknowledged messages that no live worker holds: a worker killed after the broker
+        handed it a message and before it registered it (an item's first message, before any of its tasks began
+        anywhere) leaves the message in the broker's hash and in no held set. A live worker in that same moment
+        gets its item re-dispatched too, which costs its work but nothing else: its message is superseded."""
+        live = [worker for worker in self.registry.registered() if worker not in lost]
+        held = {(m.job_id, m.item_id, m.token) for worker in live for m in self.registry.held(worker)}
+        orphans = [
+            HeldMessage("", job_id, item_id, token, task_id)
+            for job_id, item_id, token, task_id in unacknowledged(self.ledger.redis)
+            if (job_id, item_id, token) not in held and (self.only is None or job_id == self.only)
+        ]
+        count = self._rescue(orphans)
+        if count:
+            log.warning("re-dispatched %d item(s) whose message no live worker holds", count)
+        return count
+
+    def _rescue(self, held: list[HeldMessage]) -> int:
+        """Re-dispatch the items of these messages under new tokens; returns how many. An item whose dispatch is
+        already superseded (another of its messages came first, or a dispatcher beside this one) is left alone."""
         again: dict[str, list[tuple[str, int]]] = {}
         for message in held:
             token = self.ledger.rescue(message, self.settings.lease_s, self.settings.max_dispatches)
@@ -106,4 +122,9 @@ class LostWorkers:
                 log.warning(
                     "job %s: item %s dead-lettered: re-dispatched too often", message.job_id, message.item_id
                 )
-        return again
+        for job_id, items in again.items():
+            try:
+                publish(self.celery, self.ledger.job(job_id), items)
+            except JobNotFound:
+                continue  # deleted meanwhile: nothing to finish
+        return sum(len(items) for items in again.values())

@@ -63,6 +63,10 @@ class WorkerRegistry:
         """The worker took a message: held from now, not from its next beat."""
         self.redis.sadd(worker_held_key(message.worker), message.entry)
 
+    def registered(self) -> list[str]:
+        """Every worker incarnation registered, live or lost."""
+        return [as_text(worker) for worker in self.redis.zrange(WORKERS_KEY, 0, -1)]  # type: ignore[union-attr]
+
     def lost(self) -> list[str]:
         """Workers silent for longer than the bound."""
         return [as_text(worker) for worker in self._lost(keys=[WORKERS_KEY], args=[self.lost_after_s])]

@@ -3,17 +3,20 @@
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
 import redis
 
 from core.settings import load_settings
-from jobs.broker.queues import PREPARE_TASK, RENDER_TASK, message_item
+from jobs.broker.queues import PREPARE_TASK, QUEUE, RENDER_TASK, UNACKED_KEY, message_item
+from jobs.broker.unacked import unacknowledged
 from jobs.dispatch.reaper import LostWorkers
 from jobs.ledger import JobKind, Ledger
 from jobs.ledger.keys import WORKERS_KEY, worker_held_key
 from jobs.ledger.workers import HeldMessage, WorkerRegistry
+from jobs.local.redis_server import EmbeddedRedis
 
 
 def _job(ledger: Ledger) -> str:
@@ -118,6 +121,15 @@ def _sweeping(
     return ledger, job, LostWorkers(ledger, Published(), settings), sent  # type: ignore[arg-type]
 
 
+def _lose_dead_beside_live(lost: LostWorkers, live_holds: list[HeldMessage]) -> None:
+    """Worker "dead" beats once holding nothing and falls silent past the bound; "live" goes on beating."""
+    lost.registry.beat("dead", [])
+    lost.registry.beat("live", live_holds)
+    time.sleep(0.25)
+    lost.registry.beat("live", live_holds)
+    time.sleep(0.2)
+
+
 def test_a_sweep_re_dispatches_a_lost_workers_items_once(redis_client: redis.Redis, monkeypatch: Any) -> None:
     ledger, job, lost, sent = _sweeping(redis_client, monkeypatch, ["a", "b"])
     # two segments of "a" on the lost worker; "b" on a live one
@@ -147,13 +159,48 @@ def test_an_item_last_begun_on_a_lost_worker_is_rescued_though_no_held_set_names
     assert ledger.begin_task(job, "b", "p-b", 60, 3, "prepare", token=1, worker="dead") == 1
     assert ledger.begin_task(job, "b", "s-b", 60, 3, "sample_segment", token=1, worker="live") == 2
     assert ledger.item(job, "a")["worker"] == "dead"  # type: ignore[index]
-    lost.registry.beat("dead", [])
-    lost.registry.beat("live", [HeldMessage("live", job, "b", 1, "s-b")])
-    time.sleep(0.25)
-    lost.registry.beat("live", [HeldMessage("live", job, "b", 1, "s-b")])
-    time.sleep(0.2)
+    _lose_dead_beside_live(lost, [HeldMessage("live", job, "b", 1, "s-b")])
     assert lost.sweep() == 1
     assert sent == [(job, [("a", 2)])]
     assert [ledger.item(job, i)["token"] for i in "bc"] == [1, 1]  # type: ignore[index]
     assert ledger.begin_task(job, "a", "s-a", 60, 3, "sample_segment", token=1, worker="live") == 0  # stale
     assert lost.sweep() == 0
+
+
+def test_the_brokers_unacknowledged_messages_are_read_as_their_items(
+    redis_client: redis.Redis, redis_server: EmbeddedRedis
+) -> None:
+    """A prepare message published by Celery and taken by a consumer that has not acknowledged it, as kombu's
+    Redis transport keeps it."""
+    from celery import Celery
+
+    from jobs.broker.celery_app import celery_url
+
+    app = Celery("probe", broker=celery_url(redis_server.url))
+    app.send_task(PREPARE_TASK, args=("job-1", "sku-9", 3), queue=QUEUE, task_id="task-9")
+    with app.connection() as connection:
+        queue = connection.SimpleQueue(QUEUE)
+        taken = queue.get(timeout=5)  # not acknowledged: in the broker's hash until the consumer acks
+        assert unacknowledged(redis_client) == [("job-1", "sku-9", 3, "task-9")]
+        taken.ack()
+        queue.close()
+    assert unacknowledged(redis_client) == []
+
+
+def test_an_unacknowledged_message_no_live_worker_holds_is_rescued_when_a_worker_is_lost(
+    redis_client: redis.Redis, monkeypatch: Any
+) -> None:
+    """The worker took an item's first message and died before registering it: no task of the item began
+    anywhere, but the broker still holds the message as unacknowledged."""
+    ledger, job, lost, sent = _sweeping(redis_client, monkeypatch, ["a", "b"])
+    for item, task in (("a", "p-a"), ("b", "p-b")):
+        message = {
+            "headers": {"task": PREPARE_TASK, "id": task},
+            "body": json.dumps([[job, item, 1], {}, {}]),
+        }
+        redis_client.hset(UNACKED_KEY, task, json.dumps([message, "", QUEUE]))
+    _lose_dead_beside_live(lost, [HeldMessage("live", job, "b", 1, "p-b")])
+    assert lost.sweep() == 1
+    assert sent == [(job, [("a", 2)])]  # "b" is held by a live worker: left alone
+    assert ledger.item(job, "b")["token"] == 1  # type: ignore[index]
+    assert lost.sweep() == 0  # its old message, still unacknowledged, is superseded

@@ -118,6 +118,11 @@ class Analysis:
     #: aspect labels whose crops were planned past the unread regions instead of letterboxing the clip
     past_unread_text: list[str] = field(default_factory=list)
 
+    @property
+    def located(self) -> list[tuple[float, Box]]:
+        """The samples that located the product, as (time, box)."""
+        return [(b[0], (b[1], b[2], b[3], b[4])) for b in self.subject_boxes]
+
     def crop_path(self, aspect: str) -> CropPath:
         keys = self.crop_keys[aspect]
         return CropPath(tuple(k[0] for k in keys), tuple(CropRect(*k[1:]) for k in keys))
@@ -412,7 +417,7 @@ def product_samples(analysis: Analysis, times: Sequence[float]) -> list[tuple[fl
     between where it was a second apart. Empty when the window does not show the product."""
     if all(_subject_near(analysis, t) is None for t in times):
         return []
-    return [(b[0], (b[1], b[2], b[3], b[4])) for b in analysis.subject_boxes]
+    return list(analysis.located)
 
 
 def frame_window(
@@ -514,7 +519,7 @@ def tracked_through(
     a sample with a box and a neighbour left without one, boxes are tracked at the crop planner's key step
     too: the frames where the product slides into view before the first sample that saw it."""
     window = analysis.window
-    located = [(b[0], (b[1], b[2], b[3], b[4])) for b in analysis.subject_boxes]
+    located = analysis.located
     wanted = [t for t, _ in analysis.curve if window.start_s - step_s < t < window.end_s + step_s]
     tracked = track_gaps(located, wanted, dense, source_size, analysis.cuts) if located else []
     # then, between a sample with a box and one still without (a product entering or leaving the frame), at
@@ -597,7 +602,7 @@ def render_and_publish(
     scratch = scratch_dir(work_dir, entry.item_id)
     try:
         window = analysis.window
-        located = [(b[0], (b[1], b[2], b[3], b[4])) for b in analysis.subject_boxes]
+        located = analysis.located
         candidates = cover_candidates(located, window.start_s, window.end_s)
         specs = []
         for pair in config.aspect_pairs:

@@ -26,8 +26,9 @@ import pytest
 
 from devtools.real_media import REAL_VIDEOS, Locator
 from workers.geometry import CropRect
+from workers.media.audio import AUDIO_RATE
 from workers.media.probe import probe
-from workers.media.render import AUDIO_RATE, EncodeOptions, OutputSpec, output_rate, render_window
+from workers.media.render import EncodeOptions, OutputSpec, output_rate, render_window
 from workers.media.video import VideoSource
 
 # the core set: wheels from PyPI that `make test` always unpacks; the rest skip where apt-get or npm is missing

@@ -19,7 +19,8 @@ from core.errors import RenderError, UnreadableVideo
 from tests.support.media import read_code
 from tests.support.media_matrix import QUIRKS, Quirk, build
 from workers.geometry import CropRect
-from workers.media.render import AUDIO_RATE, EncodeOptions, OutputSpec, output_rate, render_window
+from workers.media.audio import AUDIO_RATE
+from workers.media.render import EncodeOptions, OutputSpec, output_rate, render_window
 from workers.media.video import VideoSource
 
 DAMAGED = tuple(name for name in QUIRKS if "damaged" in name or "truncated" in name)

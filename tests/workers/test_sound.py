@@ -14,7 +14,8 @@ from scipy.signal import resample_poly
 
 from devtools.real_media import mgt_pianist
 from workers.geometry import CropRect
-from workers.media.render import AUDIO_RATE, EncodeOptions, OutputSpec, render_window
+from workers.media.audio import AUDIO_RATE
+from workers.media.render import EncodeOptions, OutputSpec, render_window
 from workers.media.sound import SoundOptions, finish
 from workers.media.video import VideoSource
 

@@ -2,8 +2,8 @@
 
 Frames stay in yuv420p from the decoder to the encoders: cropping is slicing the three planes, so there is no
 colour conversion per output (the source's pixels pass through untouched apart from the crop and any downscale).
-The audio is the same in every clip, so it is made ready once (its loudness and fades: workers.media.sound),
-encoded once, and its packets are copied into each clip. Each clip's cover is picked from its own frames as they
+The audio is the same in every clip, so it is read, made ready and encoded once (workers.media.audio), and its
+packets are copied into each clip. Each clip's cover is picked from its own frames as they
 are encoded (workers.media.cover).
 
 Kept whole: one decoding pass feeds every output; the pass, each output's crop, scale and letterbox, the tick
@@ -26,14 +26,14 @@ from pathlib import Path
 
 import av
 import av.error
-import numpy as np
 
 from core.errors import DiskFull, ReelgenError, RenderError, UnreadableVideo
 from workers.geometry import CropRect
-from workers.media.containers import ColourTags, MediaLimits, Timing, open_media
+from workers.media.audio import encoded_audio
+from workers.media.containers import ColourTags, MediaLimits, Timing
 from workers.media.cover import Candidate, CoverPicker, CoverShape
 from workers.media.planes import Planes, frame_planes
-from workers.media.sound import SoundOptions, SoundReport, finish
+from workers.media.sound import SoundOptions, SoundReport
 from workers.media.video import VideoSource
 
 log = logging.getLogger(__name__)
@@ -48,7 +48,6 @@ MAX_OUTPUT_FPS = 60
 _STANDARD_RATES = tuple(
     Fraction(r) for r in ("24000/1001", "24", "25", "30000/1001", "30", "48", "50", "60000/1001", "60")
 )
-AUDIO_RATE = 48_000
 
 
 @dataclass(frozen=True)
@@ -165,87 +164,6 @@ class _ClipWriter:
             self.audio = None
 
 
-def _encoded_audio(
-    path: Path, start: float, seconds: float, bitrate: int, sound: SoundOptions
-) -> tuple[bytes, SoundReport] | None:
-    """The window's audio, made ready to publish (workers.media.sound), as 48 kHz stereo AAC in an in-memory
-    MP4, exactly `seconds` long, and what was done to it; None when the source has no audio stream."""
-    raw = _window_audio(path, start, seconds)
-    if raw is None:
-        return None
-    pcm, report = finish(raw, AUDIO_RATE, sound)
-    buffer = io.BytesIO()
-    with av.open(buffer, mode="w", format="mp4") as container:
-        stream = container.add_stream("aac", rate=AUDIO_RATE)
-        stream.layout = "stereo"
-        stream.bit_rate = bitrate
-        for first in range(0, pcm.shape[1], 1024):
-            chunk = av.AudioFrame.from_ndarray(
-                np.ascontiguousarray(pcm[:, first : first + 1024]), format="fltp", layout="stereo"
-            )
-            chunk.sample_rate = AUDIO_RATE
-            chunk.pts = first
-            chunk.time_base = Fraction(1, AUDIO_RATE)
-            container.mux(stream.encode(chunk))
-        container.mux(stream.encode(None))
-    return buffer.getvalue(), report
-
-
-# A jump in the source's audio timestamps larger than this is a gap (filled with silence) or an overlap (the
-# repeated part dropped); smaller ones are the resampler's own delay and rounding, and are ignored.
-_AUDIO_GAP_S = 0.05
-
-
-def _window_audio(path: Path, start: float, seconds: float) -> np.ndarray | None:
-    """[start, start + seconds) of the source's first audio stream as stereo float samples at AUDIO_RATE,
-    placed by the source's timestamps: silence where the audio starts late, ends early or has gaps; damaged
-    packets are skipped."""
-    container = open_media(path)
-    try:
-        if not container.streams.audio:
-            return None
-        try:
-            container.seek(int(max(0.0, start - 1.0) * av.time_base))
-        except av.error.FFmpegError:
-            # a demuxer that cannot seek (FLV without an index) may have moved anyway: read from the start
-            container.close()
-            container = open_media(path)
-        return _placed_samples(container, start, seconds)
-    finally:
-        container.close()
-
-
-def _placed_samples(container: av.container.InputContainer, start: float, seconds: float) -> np.ndarray:
-    stream = container.streams.audio[0]
-    resampler = av.AudioResampler(format="fltp", layout="stereo", rate=AUDIO_RATE)
-    total = round(seconds * AUDIO_RATE)
-    first_sample = round(start * AUDIO_RATE)
-    pcm = np.zeros((2, total), np.float32)
-    position: int | None = None
-    for packet in container.demux(stream):
-        try:
-            decoded = packet.decode()
-        except av.error.InvalidDataError:
-            continue
-        for frame in decoded:
-            if frame.time is not None:
-                stamped = round(float(frame.time) * AUDIO_RATE)
-                if position is None or abs(stamped - position) > _AUDIO_GAP_S * AUDIO_RATE:
-                    position = stamped
-            if position is None:
-                continue
-            for converted in resampler.resample(frame):
-                samples = converted.to_ndarray()
-                at = position - first_sample
-                lo, hi = max(0, at), min(total, at + samples.shape[1])
-                if hi > lo:
-                    pcm[:, lo:hi] = samples[:, lo - at : hi - at]
-                position += samples.shape[1]
-        if position is not None and position - first_sample >= total:
-            break
-    return pcm
-
-
 @dataclass(frozen=True)
 class Rendered:
     """What a render did beyond the clips: their frame rate and the source's repairs (VideoSource.repairs)."""
@@ -336,7 +254,7 @@ def render_window(
         ticks = output_ticks(start, end, rate)
         seconds = float(len(ticks) / rate)
         try:
-            encoded = _encoded_audio(source_path, start, seconds, options.audio_bitrate, options.sound)
+            encoded = encoded_audio(source_path, start, seconds, options.audio_bitrate, options.sound)
         except (av.error.FFmpegError, ReelgenError) as exc:
             log.warning("audio of %s unusable, clips will be silent: %s", source_path.name, exc)
             encoded = None

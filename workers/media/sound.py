@@ -15,6 +15,7 @@ click of that cut into a clean start and end. Silence (nothing above the meter's
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -26,7 +27,7 @@ from core.settings import AUDIO_FADE_S, AUDIO_LOUDNESS_LUFS, AUDIO_TRUE_PEAK_DBT
 
 F32 = npt.NDArray[np.float32]
 
-# the meter's own chunking; any size gives the same figures
+# samples a frame: the AAC encoder's frame size; the meter gives the same figures at any size
 _CHUNK = 1024
 # below this (the BS.1770 absolute gate) there is no programme loudness to speak of: the sound is left as it is
 _SILENT_LUFS = -70.0
@@ -79,14 +80,16 @@ def _db(linear: float) -> float:
     return 20 * math.log10(linear) if linear > 0 else -math.inf
 
 
-def _frame(pcm: F32, first: int, rate: int) -> av.AudioFrame:
-    frame = av.AudioFrame.from_ndarray(
-        np.ascontiguousarray(pcm[:, first : first + _CHUNK]), format="fltp", layout="stereo"
-    )
-    frame.sample_rate = rate
-    frame.pts = first
-    frame.time_base = Fraction(1, rate)
-    return frame
+def pcm_frames(pcm: F32, rate: int) -> Iterator[av.AudioFrame]:
+    """Planar stereo float samples (2 × N) as timed frames of _CHUNK samples, for a filter or an encoder."""
+    for first in range(0, pcm.shape[1], _CHUNK):
+        frame = av.AudioFrame.from_ndarray(
+            np.ascontiguousarray(pcm[:, first : first + _CHUNK]), format="fltp", layout="stereo"
+        )
+        frame.sample_rate = rate
+        frame.pts = first
+        frame.time_base = Fraction(1, rate)
+        yield frame
 
 
 def measure(pcm: F32, rate: int) -> Loudness:
@@ -99,8 +102,7 @@ def measure(pcm: F32, rate: int) -> Loudness:
     meter.link_to(sink)
     graph.configure()
     last: dict[str, str] = {}
-    frames = [_frame(pcm, first, rate) for first in range(0, pcm.shape[1], _CHUNK)]
-    for frame in [*frames, None]:  # None: the end, which flushes what the filter holds
+    for frame in [*pcm_frames(pcm, rate), None]:  # None: the end, which flushes what the filter holds
         graph.push(frame)
         while True:
             try:

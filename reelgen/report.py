@@ -211,7 +211,8 @@ def _clip_path(out: Path | None, item_id: str, output: Mapping[str, Any]) -> Pat
 def _poster(clip: Path, dest: Path) -> bool:
     """The clip's cover (the JPEG beside it) scaled for the page, or, for a clip written before covers, its
     middle frame; False when neither can be read."""
-    bgr = cv2.imread(str(clip.with_suffix(".jpg")))
+    cover = clip.with_suffix(".jpg")
+    bgr = cv2.imread(str(cover)) if cover.is_file() else None
     if bgr is None:
         try:
             with VideoSource(clip) as video:

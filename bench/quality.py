@@ -86,6 +86,7 @@ from bench.quality_set import (  # noqa: E402
     set_dir,
     write_quality_set,
 )
+from bench.zone_scores import ZoneScore, score_frame  # noqa: E402
 from monitoring.machine import machine_lines  # noqa: E402
 from workers.framing.crop_paths import HELD_SHARE, FramingParams, held_span  # noqa: E402
 from workers.framing.planner import crop_zooms  # noqa: E402
@@ -168,7 +169,13 @@ def checkout(rev: str) -> tuple[Path, str]:
 
 
 def run_product(
-    half: Half, catalog: Path, items: int, product: Path | None, version: str, run_dir: Path | None = None
+    half: Half,
+    catalog: Path,
+    items: int,
+    product: Path | None,
+    version: str,
+    run_dir: Path | None = None,
+    placements: str | None = None,
 ) -> RunResult:
     """reelgen run on the catalog, into run_dir (default: the half's own under DATA/runs)."""
     run_dir = run_dir or DATA / "runs" / half
@@ -183,7 +190,9 @@ def run_product(
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(product), env.get("PYTHONPATH")]))
     started = time.perf_counter()
     done = subprocess.run(
-        [str(REELGEN), "run", str(catalog), "--out", str(out), "--state-dir", str(state)],
+        [str(REELGEN), "run", str(catalog), "--out", str(out), "--state-dir", str(state)]
+        # the placements' clips beside the six aspects' (given alone, they would replace them)
+        + (["--placements", placements, "--aspects", ",".join(ASPECT_COLOURS)] if placements else []),
         capture_output=True,
         text=True,
         timeout=3600,
@@ -335,6 +344,10 @@ class ClipScore:
     #: of a letterboxed clip, per window frame showing the product: its size in the clip over the size that
     #: fitting the product alone to the clip would give
     fills: list[float] = field(default_factory=list)
+    #: a placement's clip: where the product and captions lay against its safe zone (bench/zone_scores.py)
+    zone: ZoneScore | None = None
+    #: the clip's file, as its manifest names it
+    file: str = ""
 
     @property
     def fill(self) -> float | None:
@@ -368,7 +381,9 @@ class ItemScore:
     located: bool = False
     #: best product window's mean score less the best background window's (None: no background window)
     margin: float | None = None
+    #: the aspects' clips; the placements' apart (scored only against their safe zones)
     clips: list[ClipScore] = field(default_factory=list)
+    placements: list[ClipScore] = field(default_factory=list)
 
     def min_inside(self) -> float | None:
         shares = [c.inside_share for c in self.clips if c.inside_share is not None]
@@ -452,6 +467,10 @@ def score_item(manifest: dict[str, Any] | None, truth: dict[str, Any]) -> ItemSc
     width, height = int(truth["width"]), int(truth["height"])
     for output in manifest["outputs"]:
         clip = ClipScore(str(output["aspect"]), bool(output.get("padded")), output.get("padded_reason"))
+        clip.file = Path(str(output["uri"])).name
+        placement = output.get("placement")
+        if placement:
+            clip.zone = ZoneScore(str(placement["name"]), limited=bool(placement["limited_by_upscale"]))
         crop_w, crop_h = largest_crop(clip.aspect, width, height)
         for entry in output["crops"]:
             frame = frames[frame_index(float(entry["t"]), fps, n)]
@@ -473,7 +492,9 @@ def score_item(manifest: dict[str, Any] | None, truth: dict[str, Any]) -> ItemSc
                 CAPTION_SLACK < share_inside(as_rect(c), crop) < 1 - CAPTION_SLACK for c in frame["captions"]
             )
             clip.caption_cut_frames += cut
-        score.clips.append(clip)
+            if clip.zone is not None:
+                score_frame(clip.zone, output, crop, box, frame["captions"], (width, height))
+        (score.clips if clip.zone is None else score.placements).append(clip)
     return score
 
 
@@ -597,10 +618,6 @@ def ocr_clip(job: OcrJob) -> TextCuts:
     return TextCuts(cut, by_crop, on_captions, read, read_by_crop)
 
 
-def _clip_path(out: Path, item_id: str, aspect: str) -> Path:
-    return out / item_id / f"{aspect.replace(':', 'x')}.mp4"
-
-
 def score_half(catalog: Path, run: RunResult) -> list[ItemScore]:
     truth = load_truth(catalog)
     scores: list[ItemScore] = []
@@ -619,8 +636,9 @@ def score_half(catalog: Path, run: RunResult) -> list[ItemScore]:
             continue
         item = truth["items"][score.item_id]
         fps, n = float(item["fps"]), int(item["n_frames"])
-        for clip, output in zip(score.clips, manifest["outputs"], strict=True):
-            path = _clip_path(run.out, score.item_id, clip.aspect)
+        aspects = [output for output in manifest["outputs"] if not output.get("placement")]
+        for clip, output in zip(score.clips, aspects, strict=True):
+            path = run.out / score.item_id / clip.file
             if not path.is_file() or not output["crops"]:
                 continue
             captions = [
@@ -645,6 +663,23 @@ def score_half(catalog: Path, run: RunResult) -> list[ItemScore]:
 def below_95(scores: Sequence[ItemScore]) -> list[tuple[ItemScore, ClipScore]]:
     """The item-aspect pairs where the product fits and the crop holds it in under 95 % of the frames."""
     return [(s, c) for s in scores for c in s.clips if c.inside_share is not None and c.inside_share < 0.95]
+
+
+def zone_figures(zones: Sequence[ZoneScore]) -> dict[str, Any]:
+    """The placements' clips against their safe zones (bench/zone_scores.py); nothing without placements."""
+    if not zones:
+        return {}
+    shares = [share for z in zones if (share := z.in_zone_share) is not None]
+    frames = sum(z.product_frames for z in zones)
+    return {
+        "placement_clips": len(zones),
+        "placement_limited_by_upscale": sum(z.limited for z in zones),
+        "placement_product_in_zone_mean": round(sum(shares) / len(shares), 3) if shares else None,
+        "placement_product_in_zone_min": round(min(shares), 3) if shares else None,
+        "placement_along_miss_frames": f"{sum(z.along_misses for z in zones)} of {frames}",
+        "placement_along_miss_clips": sum(z.along_misses > PAD_SHARE * z.product_frames for z in zones),
+        "placement_text_outside_clips": sum(z.text_outside > 0 for z in zones),
+    }
 
 
 def figures(scores: list[ItemScore], run: RunResult) -> dict[str, Any]:
@@ -691,6 +726,7 @@ def figures(scores: list[ItemScore], run: RunResult) -> dict[str, Any]:
         "text_cut_read": sum(c.text_cut_read for c in clips),
         "text_cut_read_crop_edges": sum(c.text_cut_read_crop_edges for c in clips),
         "caption_cut_clips": sum(c.caption_cut_frames > 0 for c in clips),
+        **zone_figures([c.zone for s in scores for c in s.placements if c.zone is not None]),
         "analysis_s_per_item": round(per_item, 3),
         "analysis_s_kind": "cpu" if measured else "wall of the run",
         "render_cpu_s_per_item": round(run.stages.get("render", {}).get("cpu", 0.0) / run.items, 3),
@@ -889,6 +925,11 @@ def main() -> int:
     )
     parser.add_argument("--reuse", action="store_true", help="reuse a generated set if one is cached")
     parser.add_argument(
+        "--placements",
+        help="also write these placements' clips (e.g. vertical,feed-4x5,landscape) and score them against their "
+        "safe zones",
+    )
+    parser.add_argument(
         "--rescore",
         action="store_true",
         help="score the last run's outputs again instead of running the product",
@@ -937,7 +978,7 @@ def main() -> int:
         run = (
             last_run(half, args.items)
             if args.rescore
-            else run_product(half, catalog, args.items, product, version)
+            else run_product(half, catalog, args.items, product, version, placements=args.placements)
         )
         scores = score_half(catalog, run)
         results[half] = figures(scores, run)

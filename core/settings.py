@@ -33,6 +33,7 @@ from core.daemon_settings import DaemonSettings
 from core.digests import weights_digest
 from core.errors import ConfigError
 from core.flower_settings import FlowerSettings
+from core.placements import Placement, load_placements
 
 DEFAULT_ASPECTS = ("1:1", "2:3", "3:4", "4:5", "9:16", "16:9")
 # S3's naming rule, loosened to legacy names (capitals, underscores): it is there to catch a URI given for a name
@@ -62,6 +63,8 @@ class OutputConfig(BaseModel):
 
     out: str
     aspects: tuple[str, ...]
+    #: the placements' clips, beside the aspects' (core.placements): stored whole, sizes and safe zones included
+    placements: tuple[Placement, ...] = ()
     window_s: float
     sample_fps: float
     scorer: str
@@ -118,6 +121,14 @@ class Settings(BaseSettings):
 
     # --- what an item produces (all of these change output bytes and enter config_hash)
     aspects: Annotated[tuple[str, ...], NoDecode] = DEFAULT_ASPECTS
+    placements: Annotated[tuple[str, ...], NoDecode] = Field(
+        default=(),
+        description="named publishing targets (core/placements.toml), each clip at the placement's size and "
+        "kept inside its safe zone; given without aspects, no aspect clips are written",
+    )
+    placements_file: Path | None = Field(
+        default=None, description="a TOML file of placement presets like core/placements.toml, added to them"
+    )
     window_s: float = Field(default=5.0, gt=0.5, le=60)
     sample_fps: float = Field(default=2.0, gt=0, le=30)
     scorer: Literal["template", "clip"] = "template"
@@ -254,7 +265,7 @@ class Settings(BaseSettings):
         description="a worker silent this long is lost: the items it held are re-dispatched at once",
     )
 
-    @field_validator("aspects", "local_source_roots", "source_buckets", mode="before")
+    @field_validator("aspects", "placements", "local_source_roots", "source_buckets", mode="before")
     @classmethod
     def _split_commas(cls, value: Any) -> Any:
         if isinstance(value, str):
@@ -264,8 +275,6 @@ class Settings(BaseSettings):
     @field_validator("aspects")
     @classmethod
     def _check_aspects(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        if not value:
-            raise ValueError("at least one aspect is required")
         normalised = tuple(f"{a}:{b}" for a, b in (parse_aspect(v) for v in value))
         if len(set(normalised)) != len(normalised):
             raise ValueError(f"aspects repeat: {','.join(value)}")
@@ -321,6 +330,29 @@ class Settings(BaseSettings):
                 "lower REELGEN_WORKERS or REELGEN_CODEC_THREADS"
             )
         return self
+
+    @model_validator(mode="after")
+    def _check_outputs(self) -> Settings:
+        if self.placements and "aspects" not in self.model_fields_set:
+            # placements asked for alone: their clips, not the six default aspects' as well
+            self.aspects = ()
+        if len(set(self.placements)) != len(self.placements):
+            raise ValueError(f"placements repeat: {','.join(self.placements)}")
+        if not self.aspects and not self.placements:
+            raise ValueError("at least one aspect or placement is required")
+        self.placement_presets()  # every name known, the file readable
+        return self
+
+    def placement_presets(self) -> tuple[Placement, ...]:
+        """The placements asked for, from the shipped presets and placements_file's."""
+        try:
+            known = load_placements(self.placements_file)
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
+        unknown = [name for name in self.placements if name not in known]
+        if unknown:
+            raise ValueError(f"unknown placement(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+        return tuple(known[name] for name in self.placements)
 
     @model_validator(mode="after")
     def _check_worker_loss(self) -> Settings:
@@ -383,6 +415,7 @@ class Settings(BaseSettings):
         return OutputConfig(
             out=self.out,
             aspects=self.aspects,
+            placements=self.placement_presets(),
             window_s=self.window_s,
             sample_fps=self.sample_fps,
             scorer=self.scorer,

@@ -17,6 +17,7 @@ from typing import Any
 
 from core import __version__
 from core.errors import CatalogError, ConfigError, ForbiddenSource, JobNotFound, JobStateError
+from core.placements import load_placements
 from core.settings import Settings, load_settings
 from core.text import printable
 from monitoring.logging_setup import FORMATS, resolve_format, setup_logging
@@ -56,7 +57,12 @@ def _ledger(settings: Settings) -> Any:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     settings = _settings(
-        args, out=args.out, aspects=args.aspects, workers=args.workers, state_dir=args.state_dir
+        args,
+        out=args.out,
+        aspects=args.aspects,
+        placements=args.placements,
+        workers=args.workers,
+        state_dir=args.state_dir,
     )
     from jobs.intake.catalog_ref import CatalogRef
     from jobs.local.runner import run_catalog
@@ -70,7 +76,7 @@ def _cmd_backfill(args: argparse.Namespace) -> int:
     from jobs.intake.submit import plan_catalog, submit_catalog_job
     from jobs.ledger import JobKind, Reprocess
 
-    settings = _settings(args, out=args.out, aspects=args.aspects)
+    settings = _settings(args, out=args.out, aspects=args.aspects, placements=args.placements)
     reprocess = Reprocess(args.reprocess)
     catalog = CatalogRef.parse(args.catalog)
     if args.dry_run:
@@ -325,6 +331,13 @@ def _output_flags(command: argparse.ArgumentParser) -> None:
     )
     command.add_argument(
         "--aspects", type=cli_args.aspects, help="comma-separated aspect ratios, e.g. 1:1,9:16 (default: six)"
+    )
+    command.add_argument(
+        "--placements",
+        type=cli_args.placements,
+        help="comma-separated publishing targets, each clip at the target's size and kept inside its safe zone: "
+        f"{', '.join(load_placements())}, and any a REELGEN_PLACEMENTS_FILE adds; given alone, they replace the "
+        "default aspects",
     )
 
 

@@ -52,6 +52,14 @@ def aspects(text: str) -> str:
     return text
 
 
+def placements(text: str) -> str:
+    """Comma-separated placement names, checked against the presets (and REELGEN_PLACEMENTS_FILE's) when the
+    settings load; passed on as typed."""
+    if not [part for part in text.split(",") if part.strip()]:
+        raise argparse.ArgumentTypeError("name at least one placement")
+    return text
+
+
 def iso_date(text: str) -> str:
     try:
         return datetime.date.fromisoformat(text).isoformat()

@@ -41,6 +41,8 @@ OVERVIEW_WIDTH = 640
 LISTED_FAILURES = 50
 TEXT_COLOUR = (0, 0, 255)  # BGR: red
 SUBJECT_COLOUR = (0, 200, 0)  # green
+#: a placement's safe zone outlined on its poster (BGR)
+SAFE_ZONE_COLOUR = (255, 255, 0)
 # one colour per aspect on the overview (BGR)
 CROP_COLOURS = ((255, 160, 0), (0, 215, 255), (255, 0, 255), (255, 255, 0), (0, 128, 255), (200, 200, 200))
 
@@ -199,18 +201,48 @@ def _summary_html(summary: RunSummary | None, items: int) -> str:
 
 
 def _clip_path(out: Path | None, item_id: str, output: Mapping[str, Any]) -> Path | None:
-    aspect = str(output.get("aspect", ""))
     if out is not None:
-        path = out / item_id / (aspect.replace(":", "x") + ".mp4")
+        path = out / item_id / (_output_names(output)[1] + ".mp4")
         if path.is_file():
             return path
     uri = str(output.get("uri", ""))
     return _local_source(uri) if uri and "://" not in uri.removeprefix("file://") else None
 
 
-def _poster(clip: Path, dest: Path) -> bool:
+def _output_names(output: Mapping[str, Any]) -> tuple[str, str]:
+    """An output's label on the page and its files' stem: a placement's name, else its aspect (9:16, 9x16)."""
+    placement = output.get("placement")
+    if isinstance(placement, dict) and placement.get("name"):
+        name = str(placement["name"])
+        return f"{name} ({output.get('aspect', '?')})", name
+    aspect = str(output.get("aspect", "?"))
+    return aspect, aspect.replace(":", "x")
+
+
+def _placement_html(output: Mapping[str, Any]) -> str:
+    """A placement's clip: its scale, whether the upscale limit made it smaller, and how it met the safe zone."""
+    placement = output.get("placement")
+    if not isinstance(placement, dict):
+        return ""
+    scale = float(output.get("scale") or 0.0)
+    limited = f", smaller than {placement.get('size')} at the {placement.get('max_upscale')}× upscale limit"
+    product = placement.get("product_in_safe_zone")
+    inside = "no product box" if product is None else f"product inside in {float(product):.0%} of its keys"
+    text = (
+        "every text line shown inside"
+        if placement.get("text_in_safe_zone")
+        else "a text line shown outside it"
+    )
+    planned = "" if placement.get("planned_in_safe_zone") else " (planned without it: it would letterbox)"
+    return (
+        f" <span class='placement'>{scale:.2f}×{limited if placement.get('limited_by_upscale') else ''}; "
+        f"safe zone (cyan on the poster){planned}: {inside}, {_text(text)}</span>"
+    )
+
+
+def _poster(clip: Path, dest: Path, zone: Mapping[str, Any] | None = None) -> bool:
     """The clip's cover (the JPEG beside it) scaled for the page, or, for a clip written before covers, its
-    middle frame; False when neither can be read."""
+    middle frame, with a placement's safe zone outlined; False when neither can be read."""
     cover = clip.with_suffix(".jpg")
     bgr = cv2.imread(str(cover)) if cover.is_file() else None
     if bgr is None:
@@ -227,6 +259,11 @@ def _poster(clip: Path, dest: Path) -> bool:
     poster = cv2.resize(
         bgr, (max(2, round(bgr.shape[1] * scale)), POSTER_HEIGHT), interpolation=cv2.INTER_AREA
     )
+    if zone is not None:
+        w, h = poster.shape[1], poster.shape[0]
+        corner = (round(float(zone["left"]) * w), round(float(zone["top"]) * h))
+        far = (round((1 - float(zone["right"])) * w) - 1, round((1 - float(zone["bottom"])) * h) - 1)
+        cv2.rectangle(poster, corner, far, SAFE_ZONE_COLOUR, 1)
     return bool(cv2.imwrite(str(dest), poster, [cv2.IMWRITE_JPEG_QUALITY, 85]))
 
 
@@ -239,8 +276,7 @@ def _clips_html(item_id: str, outputs: Sequence[Mapping[str, Any]], dest: Path, 
     folder = dest / _safe(item_id)
     figures = []
     for output in outputs:
-        aspect = str(output.get("aspect", "?"))
-        name = aspect.replace(":", "x")
+        label, name = _output_names(output)
         clip = _clip_path(out, item_id, output)
         width, height = int(output.get("width") or 0), int(output.get("height") or 0)
         reason = _text(output.get("padded_reason") or "reason not recorded")
@@ -254,12 +290,13 @@ def _clips_html(item_id: str, outputs: Sequence[Mapping[str, Any]], dest: Path, 
         if output.get("cover_t") is not None:
             whole = "" if output.get("cover_whole") else ", product not whole in any candidate"
             cover = f" <span class='cover'>cover at {float(output['cover_t']):.2f} s{whole}</span>"
-        caption = f"<figcaption>{_text(aspect)} {width}×{height}{padded}{cover}</figcaption>"
+        caption = f"<figcaption>{_text(label)} {width}×{height}{_placement_html(output)}{padded}{cover}</figcaption>"
         if clip is None:
             figures.append(f"<figure><p>clip not available locally</p>{caption}</figure>")
             continue
         folder.mkdir(parents=True, exist_ok=True)
-        has_poster = _poster(clip, folder / f"{name}.jpg")
+        zone = (output.get("placement") or {}).get("safe_zone")
+        has_poster = _poster(clip, folder / f"{name}.jpg", zone if isinstance(zone, dict) else None)
         shown_width = round(POSTER_HEIGHT * width / height) if width and height else POSTER_HEIGHT
         poster = f" poster='{_safe(item_id)}/{name}.jpg'" if has_poster else ""
         figures.append(
@@ -418,7 +455,7 @@ def _overview(
         x, y, w, h = _crop_at(output, t)
         colour = CROP_COLOURS[k % len(CROP_COLOURS)]
         _draw(image, (x, y, x + w, y + h), (0, 0), scale, colour)
-        label = str(output.get("aspect", "?"))
+        label = _output_names(output)[0]
         cv2.putText(image, label, (round(x * scale) + 4, round(y * scale) + 14 + 14 * (k % 3)),
                     cv2.FONT_HERSHEY_SIMPLEX, 0.45, colour, 1, cv2.LINE_AA)  # fmt: skip
     return image

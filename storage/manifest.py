@@ -9,7 +9,7 @@ from typing import Any
 
 from storage.store import ObjectStore
 
-MANIFEST_VERSION = 2
+MANIFEST_VERSION = 3
 MANIFEST_NAME = "manifest.json"
 
 
@@ -17,12 +17,13 @@ def manifest_key(item_id: str) -> str:
     return f"{item_id}/{MANIFEST_NAME}"
 
 
-def clip_key(item_id: str, aspect: tuple[int, int]) -> str:
-    return f"{item_id}/{aspect[0]}x{aspect[1]}.mp4"
+def clip_key(item_id: str, stem: str) -> str:
+    """An item's clip: stem is its aspect's (9x16) or its placement's name (reels)."""
+    return f"{item_id}/{stem}.mp4"
 
 
-def cover_key(item_id: str, aspect: tuple[int, int]) -> str:
-    return f"{item_id}/{aspect[0]}x{aspect[1]}.jpg"
+def cover_key(item_id: str, stem: str) -> str:
+    return f"{item_id}/{stem}.jpg"
 
 
 def read_manifest(store: ObjectStore, item_id: str) -> dict[str, Any] | None:
@@ -59,8 +60,8 @@ class WindowRecord:
 
 @dataclass(frozen=True)
 class ClipRecord:
-    """One aspect's clip: where it is, its size and rate, whether and why it is letterboxed, and the crop of
-    every frame (source pixels)."""
+    """One aspect's or placement's clip: where it is, its size and rate, whether and why it is letterboxed, and
+    the crop of every frame (source pixels)."""
 
     aspect: str
     uri: str
@@ -71,6 +72,8 @@ class ClipRecord:
     cover_whole: bool
     width: int
     height: int
+    #: the output's pixels per source pixel where the clip enlarges its picture most (its smallest crop)
+    scale: float
     padded: bool
     padded_reason: str | None
     #: a letterboxed clip's picture as a share of the size that fits the clip: below 1 where it is shown smaller
@@ -78,6 +81,9 @@ class ClipRecord:
     picture_share: float
     #: cropped past detected regions that do not read as text (unread_text_boxes) instead of letterboxed
     past_unread_text: bool
+    #: for a placement's clip: its name, size, safe zone and upscale limit, whether the limit made the clip
+    #: smaller, and how it met the safe zone (workers.framing.targets.placement_record); None for an aspect's
+    placement: dict[str, Any] | None
     fps: str
     frames: int
     crops: list[dict[str, float | int]]

@@ -34,6 +34,17 @@ def letterbox_placement(
     return (width - fit_w) // 4 * 2, (height - fit_h) // 4 * 2, fit_w, fit_h
 
 
+def limited_size(size: tuple[int, int], enlargement: float, max_upscale: float) -> tuple[int, int]:
+    """The output size for a placement of size whose picture would be enlarged enlargement times at that size:
+    size itself within max_upscale, else the largest size of its aspect, with even sides, at which the picture
+    is enlarged max_upscale times (a clip written smaller rather than blurred)."""
+    if enlargement <= max_upscale:
+        return size
+    a, b = lowest_terms(size)
+    m = even_down(size[0] // a * max_upscale / enlargement)
+    return a * max(m, 2), b * max(m, 2)
+
+
 @dataclass(frozen=True)
 class AspectSize:
     """The crop taken from the source and the size the clip is encoded at, for one aspect."""
@@ -200,6 +211,9 @@ class CropLine:
     crop: int  # the crop along the moving axis
     q0: int  # where the crop starts across the moving axis (fixed)
     q1: int
+    #: a placement's safe zone along the moving axis: the pixels at the crop's start and end that the product and
+    #: the text it keeps stay off (the platform's overlays cover them)
+    inset: tuple[int, int] = (0, 0)
 
     @property
     def last(self) -> int:

@@ -17,7 +17,7 @@ import math
 import shutil
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from itertools import compress
@@ -67,7 +67,8 @@ from workers.analysis.windows import Window, best_window, detect_cuts
 from workers.framing.crop_paths import FramingParams
 from workers.framing.picture_area import shots_picture_area
 from workers.framing.planner import PAD_NO_TEXT_SAFE_CROP, PAD_TEXT_AND_SUBJECT, FramingPlan, plan_framing
-from workers.geometry import CropPath, CropRect, aspect_size
+from workers.framing.targets import output_size, placement_record, targets, zone_fit
+from workers.geometry import CropPath, CropRect
 from workers.media.containers import Frame, MediaLimits, VideoInfo
 from workers.media.cover import cover_candidates
 from workers.media.render import EncodeOptions, OutputSpec, render_window
@@ -117,15 +118,21 @@ class Analysis:
     unread_text_boxes: list[tuple[float, float, float, float]] = field(default_factory=list)
     #: aspect labels whose crops were planned past the unread regions instead of letterboxing the clip
     past_unread_text: list[str] = field(default_factory=list)
+    #: per placement: how its clip meets its safe zone (workers.framing.safe_zone.ZoneFit.as_manifest)
+    safe_zone: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def located(self) -> list[tuple[float, Box]]:
         """The samples that located the product, as (time, box)."""
         return [(b[0], (b[1], b[2], b[3], b[4])) for b in self.subject_boxes]
 
-    def crop_path(self, aspect: str) -> CropPath:
-        keys = self.crop_keys[aspect]
-        return CropPath(tuple(k[0] for k in keys), tuple(CropRect(*k[1:]) for k in keys))
+    def crop_keys_of(self, name: str) -> list[tuple[float, CropRect]]:
+        """The clip's planned keys as (time, rectangle)."""
+        return [(k[0], CropRect(*k[1:])) for k in self.crop_keys[name]]
+
+    def crop_path(self, name: str) -> CropPath:
+        keys = self.crop_keys_of(name)
+        return CropPath(tuple(t for t, _ in keys), tuple(r for _, r in keys))
 
 
 def media_limits(settings: Settings) -> MediaLimits:
@@ -469,24 +476,24 @@ def frame_window(
         )  # fmt: skip
         subject, stand_ins = list(zip([f.t for f in frames], found, strict=True)), [f.t for f in frames]
 
+    wanted = targets(config)
+
     def planned(
-        aspects: Sequence[tuple[int, int]], text: Sequence[tuple[float, Sequence[Box]]]
+        names: Collection[str], text: Sequence[tuple[float, Sequence[Box]]]
     ) -> dict[str, FramingPlan]:
         return plan_framing(
-            window.start_s, window.end_s, info.width, info.height, aspects, subject, text, analysis.cuts,
+            window.start_s, window.end_s, info.width, info.height,
+            [t.aspect for t in wanted if t.placement is None and t.name in names], subject, text, analysis.cuts,
             max_side=config.max_output_side, stand_ins=stand_ins, picture=picture,
+            placements=[t.placement for t in wanted if t.placement is not None and t.name in names],
         )  # fmt: skip
 
-    plans = planned(config.aspect_pairs, text)
+    plans = planned({t.name for t in wanted}, text)
     # every plan carries the same merged text regions of the window
     text_boxes = [tuple(round(v, 1) for v in b) for b in next(iter(plans.values())).text_boxes]
     # a clip letterboxed for text is planned again without the regions that do not read as text (a face's eyes
     # and teeth the detector took for text): cropped past them when that is all that stood in the way
-    for_text = [
-        pair
-        for pair in config.aspect_pairs
-        if plans[label_of(pair, info, config)].padded_reason in TEXT_REASONS
-    ]
+    for_text = {name for name, plan in plans.items() if plan.padded_reason in TEXT_REASONS}
     unread: list[Box] = []
     past: list[str] = []
     if for_text:
@@ -497,6 +504,8 @@ def frame_window(
                 if not again.padded:
                     plans[label] = again
                     past.append(label)
+    located = [(t, b) for t, b in subject if b is not None]
+    fits = {t.name: zone_fit(plans[t.name], t.placement, located) for t in wanted if t.placement}
     return replace(
         analysis,
         crop_keys={label: plan.key_tuples() for label, plan in plans.items()},
@@ -507,6 +516,7 @@ def frame_window(
         picture=picture,
         unread_text_boxes=[tuple(round(v, 1) for v in b) for b in unread],  # type: ignore[misc]
         past_unread_text=past,
+        safe_zone=fits,
     )
 
 
@@ -551,10 +561,6 @@ def dense_width(info: VideoInfo) -> int:
     DENSE_MIN_PIXELS, or half the source's where that is less."""
     enough = round(math.sqrt(DENSE_MIN_PIXELS * info.width / info.height))
     return max(16, min(info.width // 2, max(info.width // 4, enough)))
-
-
-def label_of(pair: tuple[int, int], info: VideoInfo, config: OutputConfig) -> str:
-    return aspect_size(pair, info.width, info.height, config.max_output_side).label
 
 
 def manifest_uri(uri: str) -> str:
@@ -604,19 +610,24 @@ def render_and_publish(
         window = analysis.window
         located = analysis.located
         candidates = cover_candidates(located, window.start_s, window.end_s)
-        specs = []
-        for pair in config.aspect_pairs:
-            size = aspect_size(pair, info.width, info.height, config.max_output_side)
+        specs, sizes = [], []
+        wanted = targets(config)
+        for target in wanted:
+            name = target.name
+            padded, share = analysis.padded.get(name, False), analysis.picture_share.get(name, 1.0)
+            source = (info.width, info.height)
+            keys = analysis.crop_keys_of(name)
+            sizes.append(output_size(target, source, config.max_output_side, keys, padded, share))
             specs.append(
                 OutputSpec(
-                    aspect=size.label,
-                    width=size.out_w,
-                    height=size.out_h,
-                    crop_at=analysis.crop_path(size.label),
-                    path=scratch / f"{size.file_stem}.mp4",
-                    padded=analysis.padded.get(size.label, False),
-                    picture_share=analysis.picture_share.get(size.label, 1.0),
-                    cover_path=scratch / f"{size.file_stem}.jpg",
+                    aspect=name,
+                    width=sizes[-1].width,
+                    height=sizes[-1].height,
+                    crop_at=analysis.crop_path(name),
+                    path=scratch / f"{target.stem}.mp4",
+                    padded=padded,
+                    picture_share=share,
+                    cover_path=scratch / f"{target.stem}.jpg",
                     cover_candidates=candidates,
                 )
             )
@@ -626,16 +637,16 @@ def render_and_publish(
                 limits=decoding.limits,
             )  # fmt: skip
         outputs = []
-        for pair, spec in zip(config.aspect_pairs, specs, strict=True):
-            key = clip_key(entry.item_id, pair)
+        for target, spec, out_size in zip(wanted, specs, sizes, strict=True):
+            key = clip_key(entry.item_id, target.stem)
             store.put_file(key, spec.path, "video/mp4")
-            cover = cover_key(entry.item_id, pair)
+            cover = cover_key(entry.item_id, target.stem)
             if spec.cover_path is None or spec.cover_t is None:
                 raise RenderError(f"{entry.item_id}: the {spec.aspect} clip was written without its cover")
             store.put_file(cover, spec.cover_path, "image/jpeg")
             outputs.append(
                 ClipRecord(
-                    aspect=spec.aspect,
+                    aspect=f"{target.aspect[0]}:{target.aspect[1]}",
                     uri=store.uri(key),
                     cover=store.uri(cover),
                     cover_t=round(spec.cover_t, 3),
@@ -649,6 +660,10 @@ def render_and_publish(
                     fps=str(rendered.rate),
                     frames=spec.frames,
                     crops=[rect.as_dict(t) for t, rect in spec.crops],
+                    scale=round(out_size.scale, 3),
+                    placement=None
+                    if target.placement is None
+                    else placement_record(target.placement, out_size, analysis.safe_zone[target.name]),
                 )
             )
         manifest = ItemManifest(

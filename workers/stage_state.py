@@ -71,4 +71,5 @@ def analysis_from_json(data: Json) -> Analysis:
         picture=None if data.get("picture") is None else tuple(data["picture"]),  # type: ignore[arg-type]
         unread_text_boxes=[tuple(b) for b in data.get("unread_text_boxes", [])],  # type: ignore[misc]
         past_unread_text=list(data.get("past_unread_text", [])),
+        safe_zone=dict(data.get("safe_zone", {})),
     )

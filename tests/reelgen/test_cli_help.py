@@ -95,6 +95,10 @@ def test_help_speaks_to_users_not_to_maintainers() -> None:
             "reelgen run: argument --aspects: aspect '9x16' is not of the form",
         ),
         (
+            ["run", "c.jsonl", "--placements", ","],
+            "reelgen run: argument --placements: name at least one placement",
+        ),
+        (
             ["backfill", "c.jsonl", "--max-in-flight", "-3"],
             "reelgen backfill: argument --max-in-flight: must be",
         ),

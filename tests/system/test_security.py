@@ -85,7 +85,7 @@ def test_stores_refuse_keys_outside_their_root(key: str, tmp_path: Path) -> None
 def test_every_key_of_a_valid_item_stays_under_its_own_folder(item_id: str, tmp_path: Path) -> None:
     store = LocalStore(tmp_path / "out")
     check_item_id(item_id)
-    for key in (manifest_key(item_id), clip_key(item_id, (9, 16))):
+    for key in (manifest_key(item_id), clip_key(item_id, "9x16")):
         path = Path(store.uri(key)).resolve()
         assert path.parent == (tmp_path / "out" / item_id).resolve()
 

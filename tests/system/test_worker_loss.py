@@ -25,6 +25,7 @@ from kombu.connection import Connection
 
 from jobs.broker.celery_app import celery_url
 from jobs.broker.queues import PRIORITIES, SEP, UNACKED_KEY, queue_keys
+from jobs.broker.unacked import unacknowledged
 from jobs.ledger import JobState, Ledger
 from jobs.ledger.keys import WORKERS_KEY, JobKeys, worker_held_key
 from jobs.ledger.records import as_text
@@ -144,7 +145,7 @@ def why(redis_client: redis.Redis, ledger: Ledger, job_id: str, logs: Path) -> s
         "job": ledger.job(job_id).state,
         "in_flight": records,
         "queued": queued,
-        "unacked": redis_client.hlen(UNACKED_KEY),
+        "unacked": [list(message) for message in unacknowledged(redis_client)],
         "workers": workers,
         "logs": tails,
     }

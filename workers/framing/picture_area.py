@@ -8,7 +8,8 @@ edit may pillarbox one shot only: a window's area is what every one of its shots
 a dark scene's shadowed top, a night sky, a fade to black or a product on a black backdrop is none of them. Text
 drawn over a bar (a price, a brand name) does not make it picture: a caption on a bar alone is left out with it,
 and one across a bar's edge is kept whole, with the surround the planner keeps clear round it, so that no crop cuts
-it. Pure: arrays in, a box out.
+it. PictureFrame carries the planner's signals into the picture's own pixels and its plans back. Pure: arrays in,
+a box out.
 """
 
 from __future__ import annotations
@@ -16,10 +17,11 @@ from __future__ import annotations
 import bisect
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
-from workers.geometry import Box, even_down, even_up, grown_box
+from workers.geometry import Box, CropRect, even_down, even_up, grown_box, moved_box
 from workers.text.regions import text_clearance
 
 #: a pixel this dark in every channel (of 255) is black; studio black is 16 in limited-range video
@@ -135,3 +137,43 @@ def _paired(shares: np.ndarray) -> tuple[int, int]:
     if (edges.min(axis=0) > EDGE_SHARE).any():
         return 0, 0
     return lead, trail
+
+
+@dataclass(frozen=True)
+class PictureFrame:
+    """Where plan_framing's picture lies in the source: its even corner and size."""
+
+    x0: int
+    y0: int
+    width: int
+    height: int
+
+    @staticmethod
+    def of(picture: Box) -> PictureFrame:
+        # even edges, as every crop's: rounded inwards
+        x0, y0 = (even_up(v) for v in picture[:2])
+        x1, y1 = (even_down(v) for v in picture[2:])
+        return PictureFrame(x0, y0, x1 - x0, y1 - y0)
+
+    def text_inside(self, boxes: Sequence[Box]) -> list[Box]:
+        """Text boxes in the picture's pixels; text set on a bar, outside the picture, is left out with the bar
+        (picture_area keeps the text across a bar's edge inside the picture)."""
+        inside = (self.inside(b) for b in boxes)
+        return [b for b in inside if b[2] > b[0] and b[3] > b[1]]
+
+    def inside(self, box: Box) -> Box:
+        """The box in the picture's pixels, clipped to it."""
+        x0, y0, x1, y1 = moved_box(box, -self.x0, -self.y0)
+        return (
+            min(max(x0, 0), self.width),
+            min(max(y0, 0), self.height),
+            min(max(x1, 0), self.width),
+            min(max(y1, 0), self.height),
+        )
+
+    def back_keys(self, keys: Sequence[tuple[float, CropRect]]) -> tuple[tuple[float, CropRect], ...]:
+        """A plan's keys over the picture as keys over the source."""
+        return tuple((t, CropRect(r.x + self.x0, r.y + self.y0, r.w, r.h)) for t, r in keys)
+
+    def back_boxes(self, boxes: Sequence[Box]) -> tuple[Box, ...]:
+        return tuple(moved_box(b, self.x0, self.y0) for b in boxes)

@@ -22,6 +22,7 @@ from functools import cached_property
 
 import numpy as np
 
+from core.placements import Placement, SafeZone
 from workers.framing.crop_paths import (
     CUT_EPSILON_S,
     HELD_SHARE,
@@ -33,6 +34,8 @@ from workers.framing.crop_paths import (
     route_positions,
     route_segment,
 )
+from workers.framing.picture_area import PictureFrame
+from workers.framing.safe_zone import inset_grown, zoned
 from workers.framing.title_safe import title_safe_share
 from workers.geometry import (
     AspectSize,
@@ -45,7 +48,6 @@ from workers.geometry import (
     even,
     even_down,
     even_up,
-    moved_box,
     spanning_size,
     zoomed_size,
 )
@@ -86,6 +88,9 @@ class FramingPlan:
     #: when padded, the share of its fitted size at which the region is shown: small enough that its text keeps
     #: inside the clip's title-safe area (workers.framing.title_safe); 1 when cropped
     picture_share: float = 1.0
+    #: the placement's safe zone the path keeps the product and the text it holds inside along its moving axis
+    #: (workers.framing.safe_zone); None for an aspect's clip, or where keeping to it would letterbox the clip
+    zone: SafeZone | None = None
 
     @property
     def label(self) -> str:
@@ -189,6 +194,7 @@ def _zoomed(
     regions: Sequence[Box] = (),
     subject: Sequence[Box] = (),
     margin: float = 0.0,
+    zone: SafeZone | None = None,
 ) -> list[CropLine]:
     """Crops of the aspect zoom times the largest one's size (exact aspect, even sides), moving on the same
     axis: a smaller crop can pass a caption that the largest one, spanning the frame, must cut or hold.
@@ -220,7 +226,10 @@ def _zoomed(
     across_line = CropLine(1 - base.axis, base.perp, base.length, across, 0, base.length)
     for lo, hi in safe_positions(across_line, regions, margin):
         nearest.append(min(hi, max(lo, even_down(centre - across / 2))))
-    return [CropLine(base.axis, base.length, base.perp, along, q, q + across) for q in sorted(set(nearest))]
+    return [
+        zoned(CropLine(base.axis, base.length, base.perp, along, q, q + across), zone)
+        for q in sorted(set(nearest))
+    ]
 
 
 def _across_keys(segment: Segment, line: CropLine) -> np.ndarray:
@@ -450,6 +459,7 @@ def _plan_aspect(
     regions: list[Box],
     stand_ins: frozenset[float],
     every_text: TextTrack,
+    zone: SafeZone | None = None,
 ) -> FramingPlan:
     """Crop first: the aspect's largest crop, else a smaller one (params.zooms) placed to pass captions at the
     frame's edge, follows the subject as well as text safety and the motion bounds allow. The clip is
@@ -481,7 +491,7 @@ def _plan_aspect(
                 t1,
                 k == len(spans) - 1,
                 [
-                    (t, _grown(b, grow, line))
+                    (t, _grown(inset_grown(b, line), grow, line))
                     for t, b in _subject_samples(subject, t0, t1, k > 0, k < len(spans) - 1, reach)
                 ],
                 text,
@@ -492,6 +502,8 @@ def _plan_aspect(
         ]
 
     crop, *wider = _candidates(size, width, height, params)
+    # a crop keeps to the zone; a letterboxed region (wider) is measured against it, as it is shown centred
+    crop = zoned(crop, zone)
     subject_boxes = [box for _, box in subject if box is not None]
     stand_in_only = bool(stand_ins) and all(t in stand_ins for t, box in subject if box is not None)
     # segments without text: what the subject alone asks of a line, known before the costlier text-safe
@@ -503,7 +515,7 @@ def _plan_aspect(
         *(
             (z, z_line)
             for z in crop_zooms(size, width, height, params.zooms, regions, text_margin, subject_boxes)
-            for z_line in _zoomed(size, width, height, z, regions, subject_boxes, text_margin)
+            for z_line in _zoomed(size, width, height, z, regions, subject_boxes, text_margin, zone)
         ),
     ]
     # the planning keys are the same on every line (the letterbox regions below count against them too)
@@ -557,7 +569,9 @@ def _plan_aspect(
     # the aspect within its slack may, scaled down to the output, before smaller crops scaled up (the exact crop
     # stays first: it is copied, not scaled); the later fallbacks keep to the exact crop and the smaller ones
     spanning = spanning_size(size, width, height)
-    first = [(spanning[0] / size.crop_w, crop_line(*spanning, width, height))] if spanning else []
+    first = (
+        [(spanning[0] / size.crop_w, zoned(crop_line(*spanning, width, height), zone))] if spanning else []
+    )
     for zoom, line in [lines[0], *first, *lines[1:]]:
         # a smaller crop leaves less room for error in the subject's box: it must hold the box grown by a margin
         plan = attempt(zoom, line, 0.0 if zoom >= 1 else params.zoom_margin)
@@ -610,6 +624,7 @@ def plan_framing(
     params: FramingParams = FramingParams(),
     stand_ins: Sequence[float] = (),
     picture: Box | None = None,
+    placements: Sequence[Placement] = (),
 ) -> dict[str, FramingPlan]:
     """Plan every aspect's crop over the window [start, end) of a width×height source, in one pass over the
     same signals. Times are source seconds; boxes are (x0, y0, x1, y1) in source pixels.
@@ -621,11 +636,15 @@ def plan_framing(
     product's size justifies showing the whole frame. picture: the source's picture inside black bars
     (workers.framing.picture_area), which crops and letterboxed regions stay inside as they stay inside the frame. Pure:
     no I/O.
+
+    placements: planned beside the aspects, keyed by name, each keeping the product and the text it holds inside
+    its safe zone along the crop's moving axis (workers.framing.safe_zone) unless only a letterbox would: then
+    planned as its aspect is.
     """
     if end <= start:
         raise ValueError(f"empty window [{start}, {end})")
     # inside black bars the picture is planned as if it were the whole source, the plans moved back after
-    origin = None if picture is None else _Picture.of(picture)
+    origin = None if picture is None else PictureFrame.of(picture)
     if origin is not None:
         width, height = origin.width, origin.height
         subject = [(t, None if b is None else origin.inside(b)) for t, b in subject]
@@ -637,52 +656,25 @@ def plan_framing(
     every_text = TextTrack(text)
     segments = _segments(start, end, cuts)
     regions = text_union(text, start, end)
+
+    def plan(size: AspectSize, zone: SafeZone | None = None) -> FramingPlan:
+        planned = _plan_aspect(
+            size, width, height, segments, subject, track, params, regions, stand_in_times, every_text, zone
+        )
+        if origin is None:
+            return planned
+        return replace(
+            planned, keys=origin.back_keys(planned.keys), text_boxes=origin.back_boxes(planned.text_boxes)
+        )
+
     plans: dict[str, FramingPlan] = {}
     for aspect in aspects:
         size = aspect_size(aspect, width, height, max_side)
-        plan = _plan_aspect(
-            size, width, height, segments, subject, track, params, regions, stand_in_times, every_text
-        )
-        plans[size.label] = plan if origin is None else origin.back(plan)
+        plans[size.label] = plan(size)
+    for placement in placements:
+        # the clip's size is the placement's: the crop's only sets how far it is enlarged (workers.geometry)
+        size = aspect_size(placement.aspect, width, height)
+        kept = plan(size, placement.safe)
+        # where only a letterbox keeps to the zone, the clip is planned as its aspect's is: cropped if it can be
+        plans[placement.name] = plan(size) if kept.padded else replace(kept, zone=placement.safe)
     return plans
-
-
-@dataclass(frozen=True)
-class _Picture:
-    """Where plan_framing's picture lies in the source: its even corner and size."""
-
-    x0: int
-    y0: int
-    width: int
-    height: int
-
-    @staticmethod
-    def of(picture: Box) -> _Picture:
-        # even edges, as every crop's: rounded inwards
-        x0, y0 = (even_up(v) for v in picture[:2])
-        x1, y1 = (even_down(v) for v in picture[2:])
-        return _Picture(x0, y0, x1 - x0, y1 - y0)
-
-    def text_inside(self, boxes: Sequence[Box]) -> list[Box]:
-        """Text boxes in the picture's pixels; text set on a bar, outside the picture, is left out with the bar
-        (picture_area keeps the text across a bar's edge inside the picture)."""
-        inside = (self.inside(b) for b in boxes)
-        return [b for b in inside if b[2] > b[0] and b[3] > b[1]]
-
-    def inside(self, box: Box) -> Box:
-        """The box in the picture's pixels, clipped to it."""
-        x0, y0, x1, y1 = moved_box(box, -self.x0, -self.y0)
-        return (
-            min(max(x0, 0), self.width),
-            min(max(y0, 0), self.height),
-            min(max(x1, 0), self.width),
-            min(max(y1, 0), self.height),
-        )
-
-    def back(self, plan: FramingPlan) -> FramingPlan:
-        """A plan over the picture as a plan over the source."""
-        return replace(
-            plan,
-            keys=tuple((t, CropRect(r.x + self.x0, r.y + self.y0, r.w, r.h)) for t, r in plan.keys),
-            text_boxes=tuple(moved_box(b, self.x0, self.y0) for b in plan.text_boxes),
-        )

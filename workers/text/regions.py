@@ -98,9 +98,11 @@ def _forbidden(line: CropLine, box: Box, margin: float) -> list[tuple[float, flo
     p0, p1 = max(0.0, p0 - clearance), min(float(line.perp), p1 + clearance)
     if p1 <= line.q0 or p0 >= line.q1 or b <= a:
         return []  # never meets the crop's fixed span across the moving axis
-    if p0 >= line.q0 and p1 <= line.q1 and b - a <= c:
-        # the crop [x, x+c] cuts the box when it overlaps it without containing it
-        return [(a - c, b - c), (a, b)]
+    lead, trail = line.inset
+    if p0 >= line.q0 and p1 <= line.q1 and b - a <= c - lead - trail:
+        # the crop [x, x+c] cuts the box when it overlaps it without holding it inside its safe zone
+        # [x+lead, x+c-trail] (the whole crop where there is none)
+        return [(a - c, b - c + trail), (a - lead, b)]
     return [(a - c, b)]  # cannot be inside: must be wholly outside
 
 

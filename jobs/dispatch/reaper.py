@@ -6,8 +6,11 @@ held a message of, every item whose last task began on it, and every item whose 
 unacknowledged but no live worker holds, is re-dispatched at once under a new token, so the broker's own redelivery
 of those messages, a visibility timeout later, finds them superseded. The last two cover the moment between the
 broker handing a worker a message and the worker registering it: a worker killed then leaves the message in no
-held set (and, popped but not yet marked unacknowledged, nowhere: that one is the lease's). A dispatcher judges silence only once it has itself watched
-Redis for the whole bound, so a Redis restart, which silences every worker at once, condemns none of them.
+held set. And for MESSAGELESS_WATCH_S after a loss, an item in flight whose dispatch has no message anywhere in
+the broker, at two sweeps a heartbeat apart, is re-dispatched too: a worker's connection waits in BRPOP, so Redis
+hands it the next message published even as the worker dies, and that message is then in no queue, no hash and
+no held set (the worker never read it). A dispatcher judges silence only once it has itself watched Redis for the
+whole bound, so a Redis restart, which silences every worker at once, condemns none of them.
 
 A lease is set when an item is admitted and renewed whenever one of its tasks begins, so it expires only when
 no task of the item has started for `lease_s`: its message was lost (a Redis restart without its append-only
@@ -23,12 +26,17 @@ from celery import Celery
 
 from core.errors import JobNotFound
 from core.settings import Settings
-from jobs.broker.unacked import unacknowledged
+from jobs.broker.messages import unacknowledged, waiting
 from jobs.dispatch.feed import publish
 from jobs.ledger import JobRecord, Ledger
 from jobs.ledger.workers import HeldMessage, WorkerRegistry
 
 log = logging.getLogger(__name__)
+
+#: how long after a worker is lost items are watched for a dispatch without a message: Redis serves a lost node's
+#: connection, blocked in BRPOP, until its TCP keepalive drops it (300 s by default), and a message it takes then
+#: is gone; the watch is twice that
+MESSAGELESS_WATCH_S = 600.0
 
 
 class Reaper:
@@ -72,6 +80,9 @@ class LostWorkers:
         self.settings = settings
         self.only = only
         self.registry = WorkerRegistry(ledger.redis, settings.worker_lost_s, ledger.scripts)
+        self._watch_until = 0.0
+        #: dispatches seen with no message in the broker, and since when (monotonic seconds)
+        self._messageless: dict[tuple[str, str, int], float] = {}
 
     def sweep(self) -> int:
         """Re-dispatch what every lost worker held; returns how many items were re-dispatched."""
@@ -89,9 +100,35 @@ class LostWorkers:
                 count,
             )
             handled += count
+        now = time.monotonic()
         if lost:
             handled += self._unheld(set(lost))
+            self._watch_until = now + MESSAGELESS_WATCH_S
+        if now < self._watch_until:
+            handled += self._without_message(now)
+        else:
+            self._messageless.clear()
         return handled
+
+    def _without_message(self, now: float) -> int:
+        """Re-dispatch the in-flight items whose dispatch had no message in the broker at this sweep and at one
+        at least a heartbeat before it: a message between a queue and the hash, or a dispatch between the ledger
+        and the broker, is in neither for a moment only."""
+        redis_client = self.ledger.redis
+        present = {(j, i, t) for j, i, t, _ in [*unacknowledged(redis_client), *waiting(redis_client)]}
+        # a live worker registers a message from its receipt: held, it is not lost whatever the hash says
+        present |= {
+            (m.job_id, m.item_id, m.token) for w in self.registry.registered() for m in self.registry.held(w)
+        }
+        jobs = [self.only] if self.only is not None else self.ledger.active_jobs()
+        dispatches = {(m.job_id, m.item_id, m.token): m for m in self.ledger.in_flight_dispatches(jobs)}
+        missing = {key: self._messageless.get(key, now) for key in dispatches if key not in present}
+        due = [key for key, since in missing.items() if now - since >= self.settings.worker_heartbeat_s]
+        self._messageless = {key: since for key, since in missing.items() if key not in due}
+        count = self._rescue([dispatches[key] for key in due])
+        if count:
+            log.warning("re-dispatched %d item(s) whose dispatch had no message in the broker", count)
+        return count
 
     def _unheld(self, lost: set[str]) -> int:
         """Re-dispatch the unacknowledged messages that no live worker holds: a worker killed after the broker

@@ -424,6 +424,20 @@ class Ledger:
     def last_begun_by(self, worker: str, job_ids: list[str]) -> list[HeldMessage]:
         """The in-flight items of these jobs whose last task began on `worker`, as the dispatch it ran them under
         (a message without a task id: the worker may have taken the next one and died before registering it)."""
+        return [
+            HeldMessage(worker, job_id, item, token, "")
+            for job_id, item, token, rec in self._in_flight_records(job_ids)
+            if rec.get("worker") == worker
+        ]
+
+    def in_flight_dispatches(self, job_ids: list[str]) -> list[HeldMessage]:
+        """Every in-flight item of these jobs, as the dispatch it is under (no worker, no task id)."""
+        return [
+            HeldMessage("", job_id, item, token, "")
+            for job_id, item, token, _ in self._in_flight_records(job_ids)
+        ]
+
+    def _in_flight_records(self, job_ids: list[str]) -> list[tuple[str, str, int, dict[str, Any]]]:
         with self.redis.pipeline(transaction=False) as pipe:
             for job_id in job_ids:
                 pipe.hgetall(JobKeys.of(job_id).inflight)
@@ -432,8 +446,7 @@ class Ledger:
         for job_id, records in zip(job_ids, replies, strict=True):
             for item, raw in records.items():
                 rec = json.loads(raw)
-                if rec.get("worker") == worker:
-                    found.append(HeldMessage(worker, job_id, as_text(item), int(rec.get("token", 1)), ""))
+                found.append((job_id, as_text(item), int(rec.get("token", 1)), rec))
         return found
 
     def rescue(self, held: HeldMessage, lease_s: float, max_dispatches: int) -> int:

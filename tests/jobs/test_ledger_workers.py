@@ -10,8 +10,8 @@ from typing import Any
 import redis
 
 from core.settings import load_settings
+from jobs.broker.messages import unacknowledged
 from jobs.broker.queues import PREPARE_TASK, QUEUE, RENDER_TASK, UNACKED_KEY, message_item
-from jobs.broker.unacked import unacknowledged
 from jobs.dispatch.reaper import LostWorkers
 from jobs.ledger import JobKind, Ledger
 from jobs.ledger.keys import WORKERS_KEY, worker_held_key
@@ -204,3 +204,27 @@ def test_an_unacknowledged_message_no_live_worker_holds_is_rescued_when_a_worker
     assert sent == [(job, [("a", 2)])]  # "b" is held by a live worker: left alone
     assert ledger.item(job, "b")["token"] == 1  # type: ignore[index]
     assert lost.sweep() == 0  # its old message, still unacknowledged, is superseded
+
+
+def test_after_a_loss_a_dispatch_with_no_message_anywhere_is_rescued_at_its_second_sweep(
+    redis_client: redis.Redis, monkeypatch: Any
+) -> None:
+    """A worker blocked in BRPOP as it dies: Redis hands it the next message published and the worker never reads
+    it, so that message is in no queue, no hash and no held set. Items whose message waits in a queue, or that a
+    live worker holds, are left alone; before any worker is lost, nothing is looked for."""
+    ledger, job, lost, sent = _sweeping(redis_client, monkeypatch, ["gone", "queued", "held"])
+    message = {
+        "headers": {"task": PREPARE_TASK, "id": "p-q"},
+        "body": json.dumps([[job, "queued", 1], {}, {}]),
+    }
+    redis_client.lpush(QUEUE, json.dumps(message))
+    lost.registry.beat("live", [HeldMessage("live", job, "held", 1, "p-h")])
+    time.sleep(0.15)
+    assert lost.sweep() == 0 and sent == []  # no loss yet: no watch
+    _lose_dead_beside_live(lost, [HeldMessage("live", job, "held", 1, "p-h")])
+    assert lost.sweep() == 0  # seen once without a message: a message may be between a queue and the hash
+    time.sleep(0.15)
+    lost.registry.beat("live", [HeldMessage("live", job, "held", 1, "p-h")])
+    assert lost.sweep() == 1
+    assert sent == [(job, [("gone", 2)])]
+    assert ledger.item(job, "queued")["token"] == 1 and ledger.item(job, "held")["token"] == 1  # type: ignore[index]

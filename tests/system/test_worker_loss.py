@@ -24,8 +24,8 @@ import redis
 from kombu.connection import Connection
 
 from jobs.broker.celery_app import celery_url
+from jobs.broker.messages import unacknowledged
 from jobs.broker.queues import PRIORITIES, SEP, UNACKED_KEY, queue_keys
-from jobs.broker.unacked import unacknowledged
 from jobs.ledger import JobState, Ledger
 from jobs.ledger.keys import WORKERS_KEY, JobKeys, worker_held_key
 from jobs.ledger.records import as_text

@@ -344,8 +344,10 @@ class ClipScore:
     #: of a letterboxed clip, per window frame showing the product: its size in the clip over the size that
     #: fitting the product alone to the clip would give
     fills: list[float] = field(default_factory=list)
-    #: a placement's clip: where the product and captions lay against its safe zone (bench/zone_scores.py)
+    #: a placement's clip: where the product and captions lay against its safe zone (bench/zone_scores.py), and
+    #: where they lay in the same aspect's clip held to that zone
     zone: ZoneScore | None = None
+    baseline: ZoneScore | None = None
     #: the clip's file, as its manifest names it
     file: str = ""
 
@@ -469,8 +471,13 @@ def score_item(manifest: dict[str, Any] | None, truth: dict[str, Any]) -> ItemSc
         clip = ClipScore(str(output["aspect"]), bool(output.get("padded")), output.get("padded_reason"))
         clip.file = Path(str(output["uri"])).name
         placement = output.get("placement")
+        twin = next(
+            (o for o in manifest["outputs"] if not o.get("placement") and o["aspect"] == clip.aspect), None
+        )
         if placement:
-            clip.zone = ZoneScore(str(placement["name"]), limited=bool(placement["limited_by_upscale"]))
+            name, zone = str(placement["name"]), placement["safe_zone"]
+            clip.zone = ZoneScore(name, zone, limited=bool(placement["limited_by_upscale"]))
+            clip.baseline = ZoneScore(name, zone) if twin is not None else None
         crop_w, crop_h = largest_crop(clip.aspect, width, height)
         for entry in output["crops"]:
             frame = frames[frame_index(float(entry["t"]), fps, n)]
@@ -494,6 +501,12 @@ def score_item(manifest: dict[str, Any] | None, truth: dict[str, Any]) -> ItemSc
             clip.caption_cut_frames += cut
             if clip.zone is not None:
                 score_frame(clip.zone, output, crop, box, frame["captions"], (width, height))
+        if clip.baseline is not None and twin is not None:
+            for entry in twin["crops"]:
+                frame = frames[frame_index(float(entry["t"]), fps, n)]
+                score_frame(
+                    clip.baseline, twin, _crop_rect(entry), frame["box"], frame["captions"], (width, height)
+                )
         (score.clips if clip.zone is None else score.placements).append(clip)
     return score
 
@@ -665,13 +678,14 @@ def below_95(scores: Sequence[ItemScore]) -> list[tuple[ItemScore, ClipScore]]:
     return [(s, c) for s in scores for c in s.clips if c.inside_share is not None and c.inside_share < 0.95]
 
 
-def zone_figures(zones: Sequence[ZoneScore]) -> dict[str, Any]:
-    """The placements' clips against their safe zones (bench/zone_scores.py); nothing without placements."""
+def zone_figures(zones: Sequence[ZoneScore], prefix: str = "") -> dict[str, Any]:
+    """The placements' clips (or, prefixed, the same aspects' clips) against the placements' safe zones
+    (bench/zone_scores.py); nothing without placements."""
     if not zones:
         return {}
     shares = [share for z in zones if (share := z.in_zone_share) is not None]
     frames = sum(z.product_frames for z in zones)
-    return {
+    figures = {
         "placement_clips": len(zones),
         "placement_limited_by_upscale": sum(z.limited for z in zones),
         "placement_product_in_zone_mean": round(sum(shares) / len(shares), 3) if shares else None,
@@ -680,6 +694,7 @@ def zone_figures(zones: Sequence[ZoneScore]) -> dict[str, Any]:
         "placement_along_miss_clips": sum(z.along_misses > PAD_SHARE * z.product_frames for z in zones),
         "placement_text_outside_clips": sum(z.text_outside > 0 for z in zones),
     }
+    return {f"{prefix}{key}": value for key, value in figures.items() if not (prefix and "limited" in key)}
 
 
 def figures(scores: list[ItemScore], run: RunResult) -> dict[str, Any]:
@@ -727,6 +742,9 @@ def figures(scores: list[ItemScore], run: RunResult) -> dict[str, Any]:
         "text_cut_read_crop_edges": sum(c.text_cut_read_crop_edges for c in clips),
         "caption_cut_clips": sum(c.caption_cut_frames > 0 for c in clips),
         **zone_figures([c.zone for s in scores for c in s.placements if c.zone is not None]),
+        **zone_figures(
+            [c.baseline for s in scores for c in s.placements if c.baseline is not None], "aspect_"
+        ),
         "analysis_s_per_item": round(per_item, 3),
         "analysis_s_kind": "cpu" if measured else "wall of the run",
         "render_cpu_s_per_item": round(run.stages.get("render", {}).get("cpu", 0.0) / run.items, 3),

@@ -4,9 +4,12 @@ the set's captions lie in the output against the placement's safe zone, frame by
 - product_in_zone: of the frames showing the product, those where its box (the part the crop shows) lies inside
   the zone, with ZONE_SLACK of the output's side to spare;
 - along_misses: of those frames, the ones where the product lies outside the zone along the crop's moving axis
-  although it is no longer there than the zone (the one axis a crop can move on, so a miss a crop allowed; text
-  may still have asked for it);
+  although a crop of the clip's size placed somewhere along that axis inside the source holds it inside the zone
+  there (a miss a crop allowed; text, or the bounds on the crop's motion, may still have asked for it);
 - text_outside: frames where a caption the clip shows whole lies outside the zone.
+
+Each placement's clip is scored beside the same aspect's clip held to the same zone (`baseline`): what publishing
+the aspect's clip on that platform, planned without the zone, would have shown.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ ZONE_SLACK = 0.01
 @dataclass
 class ZoneScore:
     placement: str
+    #: the zone's shares of the output's sides (top, bottom, left, right)
+    zone: dict[str, float]
     product_frames: int = 0
     product_in_zone: int = 0
     along_misses: int = 0
@@ -53,8 +58,7 @@ def _to_output(box: Rect, crop: Rect, output: dict[str, Any]) -> Rect:
     )
 
 
-def _zone(output: dict[str, Any]) -> Rect:
-    zone = output["placement"]["safe_zone"]
+def _zone(zone: dict[str, float], output: dict[str, Any]) -> Rect:
     w, h = float(output["width"]), float(output["height"])
     return (zone["left"] * w, zone["top"] * h, (1 - zone["right"]) * w, (1 - zone["bottom"]) * h)
 
@@ -74,7 +78,7 @@ def score_frame(
 ) -> None:
     """Adds one window frame: the true product box (None off screen) and captions, in a source of that size's
     pixels."""
-    zone = _zone(output)
+    zone = _zone(score.zone, output)
     w, h = float(output["width"]), float(output["height"])
     slack = ZONE_SLACK * max(w, h)
     # the crop moves along the axis on which the source has more room than it (workers.geometry.crop_line)
@@ -86,9 +90,8 @@ def score_frame(
             score.product_frames += 1
             inside = [_inside_on(placed, zone, a, slack) for a in (0, 1)]
             score.product_in_zone += all(inside)
-            lo, hi = (0, 2) if axis == 0 else (1, 3)
-            fits_along = placed[hi] - placed[lo] <= zone[hi] - zone[lo]
-            score.along_misses += fits_along and not inside[axis]
+            if not inside[axis]:
+                score.along_misses += _reachable(box, crop, score.zone, axis, source)
     kept = [
         c for c in captions if crop[0] <= c[0] and crop[1] <= c[1] and c[2] <= crop[2] and c[3] <= crop[3]
     ]
@@ -96,3 +99,18 @@ def score_frame(
     score.text_outside += any(
         not (_inside_on(t, zone, 0, slack) and _inside_on(t, zone, 1, slack)) for t in placed_text
     )
+
+
+def _reachable(
+    box: list[float], crop: Rect, zone: dict[str, float], axis: int, source: tuple[int, int]
+) -> bool:
+    """Whether a crop of this size, placed along the axis inside the source, holds the box inside the zone along
+    that axis."""
+    lo, hi = (0, 2) if axis == 0 else (1, 3)
+    length = crop[hi] - crop[lo]
+    lead, trail = (zone["left"], zone["right"]) if axis == 0 else (zone["top"], zone["bottom"])
+    a, b = max(box[lo], 0.0), min(box[hi], float(source[axis]))
+    # the crop's start p must satisfy p + lead*length <= a, b <= p + (1 - trail)*length, 0 <= p <= source - length
+    first = max(0.0, b - (1 - trail) * length)
+    last = min(source[axis] - length, a - lead * length)
+    return first <= last + ZONE_SLACK * length

@@ -182,8 +182,13 @@ def test_beat_is_a_single_recreated_replica_and_dispatcher_too(cpu: list[Obj]) -
 
 @pytest.mark.parametrize(
     "values",
-    [NIGHTLY, merge(GPU_VALUES, NIGHTLY), {"settings": {"taskTimeLimitSeconds": 7200}}],
-    ids=["default", "gpu", "long-tasks"],
+    [
+        NIGHTLY,
+        merge(GPU_VALUES, NIGHTLY),
+        {"settings": {"taskTimeLimitSeconds": 7200}},
+        {"settings": {"placements": "vertical,landscape", "aspects": ""}},
+    ],
+    ids=["default", "gpu", "long-tasks", "placements-alone"],
 )
 def test_every_process_gets_settings_reelgen_accepts(
     values: dict[str, Any], monkeypatch: pytest.MonkeyPatch
@@ -204,6 +209,15 @@ def test_every_process_gets_settings_reelgen_accepts(
         check_timeouts(settings)  # lease and visibility timeout against the task time limit
         checked += 1
     assert checked >= 3
+
+
+def test_placements_reach_every_process_only_when_set(cpu: list[Obj]) -> None:
+    assert all(
+        "REELGEN_PLACEMENTS" not in env(c) for _, c in all_containers(cpu) if c["name"] != "gpu-daemon"
+    )
+    objects = render({"settings": {"placements": "vertical,feed-4x5"}})
+    worker = containers(one(objects, "Deployment", "rg-reelgen-worker"))["worker"]
+    assert env(worker)["REELGEN_PLACEMENTS"]["value"] == "vertical,feed-4x5"
 
 
 def test_flower_auth_comes_from_a_secret(cpu: list[Obj]) -> None:

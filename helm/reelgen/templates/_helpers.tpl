@@ -174,6 +174,10 @@ app.kubernetes.io/component: {{ .component }}
   value: {{ .Values.settings.out | quote }}
 - name: REELGEN_ASPECTS
   value: {{ .Values.settings.aspects | quote }}
+{{- with .Values.settings.placements }}
+- name: REELGEN_PLACEMENTS
+  value: {{ . | quote }}
+{{- end }}
 - name: REELGEN_MAX_IN_FLIGHT
   value: {{ .Values.settings.maxInFlight | quote }}
 - name: REELGEN_TASK_TIME_LIMIT_S

@@ -8,8 +8,10 @@
     all cores — the work no design can avoid.
 All use the same scorer, crop planner, sampling rate and encoder settings (libx264 veryfast CRF 21, the same
 explicit thread count). (c) and (d) run in --repeats rounds (default 3), each (d) right after its (c).
-Usage: .venv/bin/python bench/e2e.py [--items 6] [--repeats 3] [--scaling]; the last line is JSON, with c_over_d
-and analysis_share (CPU-s of the stages before the render over the render's, in (c)'s last round).
+Usage: .venv/bin/python bench/e2e.py [--items 6] [--repeats 3] [--scaling]; the last line is JSON, with c_over_d,
+analysis_share (CPU-s of the stages before the render over the render's, in (c)'s last round) and
+render_wall_over_cpu_1item (a one-item `reelgen run`'s render: its wall over its CPU-seconds, what encoding an
+item's clips in parallel makes of cores that one item in flight would leave idle).
 """
 
 from __future__ import annotations
@@ -411,6 +413,13 @@ def main() -> None:
         if inference is not None and inference.device.startswith("cuda")
         else None
     )
+    # one item in flight: its clips' encoders are all the work there is for the cores
+    one_stages = run_reelgen(repeated_catalog(catalog, 1), work / "one", work / "one-state")[2]
+    render = one_stages.get("render", {})
+    one_item = round(render["wall"] / render["cpu"], 3) if render.get("cpu") else None
+    print(
+        f"(c) one item: render wall {render.get('wall', 0.0):.2f} s over {render.get('cpu', 0.0):.2f} CPU-s"
+    )
     result: dict[str, Any] = {
         f"{key}_items_per_min": round(rates[key], 3) if key in rates else None for key in "abcd"
     }
@@ -422,6 +431,7 @@ def main() -> None:
         "c_over_d": round(statistics.median(pair_ratios), 3) if pair_ratios else None,
         "c_over_d_rounds": [round(x, 3) for x in pair_ratios],
         "analysis_share": analysis_share(c_stages) if "c" in runs else None,
+        "render_wall_over_cpu_1item": one_item,
         "gpu_busy": gpu_busy,
         "mean_batch": round(inference.mean_batch, 2) if inference is not None else None,
         "items": n,

@@ -17,7 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from workers.geometry import letterbox_placement
+from workers.framing.safe_zone import to_output
+from workers.geometry import CropRect
 
 Rect = tuple[float, float, float, float]
 #: a share of the output's side a box may reach past the zone's edge and count as inside (rounding, and a
@@ -42,20 +43,10 @@ class ZoneScore:
 
 
 def _to_output(box: Rect, crop: Rect, output: dict[str, Any]) -> Rect:
-    out_w, out_h = int(output["width"]), int(output["height"])
-    w, h = crop[2] - crop[0], crop[3] - crop[1]
-    if output.get("padded"):
-        share = float(output.get("picture_share", 1.0))
-        left, top, fit_w, fit_h = letterbox_placement(round(w), round(h), out_w, out_h, share)
-        sx, sy = fit_w / w, fit_h / h
-    else:
-        left, top, sx, sy = 0, 0, out_w / w, out_h / h
-    return (
-        left + (box[0] - crop[0]) * sx,
-        top + (box[1] - crop[1]) * sy,
-        left + (box[2] - crop[0]) * sx,
-        top + (box[3] - crop[1]) * sy,
-    )
+    """The box in the clip's pixels, as the product maps it (workers.framing.safe_zone.to_output)."""
+    rect = CropRect(round(crop[0]), round(crop[1]), round(crop[2] - crop[0]), round(crop[3] - crop[1]))
+    out_size = (int(output["width"]), int(output["height"]))
+    return to_output(rect, out_size, bool(output.get("padded")), float(output.get("picture_share", 1.0)))(box)
 
 
 def _zone(zone: dict[str, float], output: dict[str, Any]) -> Rect:

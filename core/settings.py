@@ -21,6 +21,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     SecretStr,
     ValidationError,
     field_validator,
@@ -129,6 +130,8 @@ class Settings(BaseSettings):
     placements_file: Path | None = Field(
         default=None, description="a TOML file of placement presets like core/placements.toml, added to them"
     )
+    #: the placements asked for, resolved from the presets when the settings are validated
+    _placement_presets: tuple[Placement, ...] = PrivateAttr(default=())
     window_s: float = Field(default=5.0, gt=0.5, le=60)
     sample_fps: float = Field(default=2.0, gt=0, le=30)
     scorer: Literal["template", "clip"] = "template"
@@ -340,11 +343,7 @@ class Settings(BaseSettings):
             raise ValueError(f"placements repeat: {','.join(self.placements)}")
         if not self.aspects and not self.placements:
             raise ValueError("at least one aspect or placement is required")
-        self.placement_presets()  # every name known, the file readable
-        return self
-
-    def placement_presets(self) -> tuple[Placement, ...]:
-        """The placements asked for, from the shipped presets and placements_file's."""
+        # every name known and the file readable, read once: the output config takes them from here
         try:
             known = load_placements(self.placements_file)
         except ConfigError as exc:
@@ -352,7 +351,8 @@ class Settings(BaseSettings):
         unknown = [name for name in self.placements if name not in known]
         if unknown:
             raise ValueError(f"unknown placement(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
-        return tuple(known[name] for name in self.placements)
+        self._placement_presets = tuple(known[name] for name in self.placements)
+        return self
 
     @model_validator(mode="after")
     def _check_worker_loss(self) -> Settings:
@@ -415,7 +415,7 @@ class Settings(BaseSettings):
         return OutputConfig(
             out=self.out,
             aspects=self.aspects,
-            placements=self.placement_presets(),
+            placements=self._placement_presets,
             window_s=self.window_s,
             sample_fps=self.sample_fps,
             scorer=self.scorer,

@@ -82,7 +82,7 @@ def fit(
     inside = seen = 0
     text_inside = True
     for t, rect in keys:
-        to_out = _to_output(rect, out_size, padded, picture_share)
+        to_out = to_output(rect, out_size, padded, picture_share)
         if subject:
             i = bisect.bisect_left(times, t)
             near = min((j for j in (i - 1, i) if 0 <= j < len(times)), key=lambda j: abs(times[j] - t))
@@ -94,15 +94,16 @@ def fit(
     return ZoneFit(planned, inside / seen if seen else None, text_inside)
 
 
-def _to_output(rect: CropRect, out_size: tuple[int, int], padded: bool, share: float) -> _Mapping:
+def to_output(rect: CropRect, out_size: tuple[int, int], padded: bool, share: float) -> OutputMapping:
+    """How boxes in the source map into an out_size clip of this region, cropped or letterboxed at share."""
     if padded:
         left, top, fit_w, fit_h = letterbox_placement(rect.w, rect.h, *out_size, share)
-        return _Mapping(rect, fit_w / rect.w, fit_h / rect.h, left, top)
-    return _Mapping(rect, out_size[0] / rect.w, out_size[1] / rect.h, 0, 0)
+        return OutputMapping(rect, fit_w / rect.w, fit_h / rect.h, left, top)
+    return OutputMapping(rect, out_size[0] / rect.w, out_size[1] / rect.h, 0, 0)
 
 
 @dataclass(frozen=True)
-class _Mapping:
+class OutputMapping:
     """Source pixels of one region to the output's."""
 
     rect: CropRect

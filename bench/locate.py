@@ -3,7 +3,8 @@ product, and whether the box it gives holds it.
 
 Every frame at the pipeline's sampling rate (2 per second) is scaled as the sampler scales it and located
 against the item's main image (workers.analysis.localisation), the product followed into the frames next to a find where the
-locator lost it (workers.analysis.localisation.following, over the whole video where the pipeline runs it per segment), then
+locator lost it (workers.analysis.localisation.following, over the whole video where the pipeline runs it per segment), its
+boxes completed (whole) and chosen over the video by the temporal model (temporal, where the revision has one), then
 compared with the ground truth:
 
 - found: product frames where the locator gave a box;
@@ -43,7 +44,8 @@ if str(ROOT) not in sys.path:
 from bench.quality import DATA, Rect, area, as_rect, checkout, ensure_set, share_inside  # noqa: E402
 from bench.quality_set import Half  # noqa: E402
 from monitoring.machine import machine_lines  # noqa: E402
-from workers.analysis.scoring import product_template  # noqa: E402
+from workers.analysis.scoring import product_template, shot_signature  # noqa: E402
+from workers.analysis.windows import detect_cuts  # noqa: E402
 
 SAMPLE_FPS = 2.0
 #: a box this many times the true box's area is oversized: the planner would take the product for too big
@@ -54,6 +56,11 @@ def _iou(a: Rect, b: Rect) -> float:
     meet = share_inside(a, b) * area(a)
     union = area(a) + area(b) - meet
     return meet / union if union > 0 else 0.0
+
+
+def held(true_box: Rect, box: Rect) -> bool:
+    """Whether a box follows the product: it holds >= 70 % of the true box, and overlaps it (IoU > 0.3)."""
+    return share_inside(true_box, box) >= 0.7 and _iou(true_box, box) > 0.3
 
 
 def _load_localise(rev: str | None) -> tuple[Any, str]:
@@ -92,12 +99,16 @@ def _locator_api() -> SimpleNamespace:
             return SimpleNamespace(
                 ProductLocator=module.ProductLocator, LOCATE_SIDE=module.LOCATE_SIDE,
                 follow=getattr(module, "follow", None), whole_boxes=getattr(module, "whole_boxes", None),
-                origin=module.__file__,
+                kept_boxes=None, origin=module.__file__,
             )  # fmt: skip
         raise
+    try:
+        kept_boxes: Any = importlib.import_module("workers.analysis.localisation.temporal").kept_boxes
+    except ModuleNotFoundError:
+        kept_boxes = None
     return SimpleNamespace(
         ProductLocator=locator.ProductLocator, LOCATE_SIDE=common.LOCATE_SIDE, follow=following.follow,
-        whole_boxes=whole.whole_boxes, origin=locator.__file__,
+        whole_boxes=whole.whole_boxes, kept_boxes=kept_boxes, origin=locator.__file__,
     )  # fmt: skip
 
 
@@ -155,6 +166,11 @@ def measure(localise: Any, catalog: Path, show_items: bool) -> dict[str, Any]:
         boxes = (
             localise.whole_boxes(found, size) if localise.whole_boxes is not None else [f.box for f in found]
         )
+        if localise.kept_boxes is not None:
+            # the temporal model over the video's samples, at the cuts the pipeline would find
+            times = [index / float(item["fps"]) for index, _ in frames]
+            cuts = detect_cuts(times, [shot_signature(picture) for picture in pictures])
+            boxes = localise.kept_boxes(times, boxes, [f.p for f in found], cuts)
         cpu += time.process_time() - started
         for (index, _), box in zip(frames, boxes, strict=True):
             real = item["frames"][index]["box"]
@@ -168,12 +184,11 @@ def measure(localise: Any, catalog: Path, show_items: bool) -> dict[str, Any]:
                 continue
             totals["found"] += 1
             true_box = as_rect(real)
-            inside = share_inside(true_box, box)
-            held = inside >= 0.7 and _iou(true_box, box) > 0.3
-            totals["held"] += held
-            totals["whole"] += held and inside >= 0.9
+            holds = held(true_box, box)
+            totals["held"] += holds
+            totals["whole"] += holds and share_inside(true_box, box) >= 0.9
             totals["oversized"] += area(box) > OVERSIZED * area(true_box)
-            marks.append("H" if held else "p")
+            marks.append("H" if holds else "p")
         if item["has_product"] and "H" not in marks and "p" not in marks:
             never += 1
         totals["background_found"] += background

@@ -45,9 +45,11 @@ from storage.manifest import (
     write_manifest,
 )
 from storage.store import ObjectStore, left_by_dead_process, process_tag
+from workers.analysis.localisation.calibration import probability
 from workers.analysis.localisation.common import LOCATE_SIDE, Box
 from workers.analysis.localisation.following import follow
 from workers.analysis.localisation.locator import ProductLocator
+from workers.analysis.localisation.temporal import kept_boxes
 from workers.analysis.localisation.whole import whole_boxes
 from workers.analysis.scoring import (
     ANALYSIS_LONG_SIDE,
@@ -60,7 +62,6 @@ from workers.analysis.scoring import (
     score_frames,
     shot_signature,
 )
-from workers.analysis.size_spikes import without_spikes
 from workers.analysis.subject import find_subjects
 from workers.analysis.tracking import edge_times, track_gaps
 from workers.analysis.windows import Window, best_window, detect_cuts
@@ -234,10 +235,19 @@ class SampleScore:
     homography: tuple[float, ...] = ()
     #: the product's own pixels' bounds in the main image, where known (workers.analysis.localisation.common.Located.whole)
     whole: tuple[float, float, float, float] | None = None
+    #: the evidence that placed box ("features", "colour", "silhouette", "followed", "template"; "none") and
+    #: its raw confidence, which workers.analysis.localisation.calibration turns into a probability
+    method: str = "none"
+    confidence: float = 0.0
 
     @property
     def value(self) -> float:
         return frame_value(self.match, self.quality)
+
+    @property
+    def p(self) -> float:
+        """The calibrated probability that box is the product."""
+        return probability(self.method, self.confidence) if self.box is not None else 0.0
 
 
 def sample_times(info: VideoInfo, fps: float) -> list[float]:
@@ -303,7 +313,13 @@ def score_samples(
                 match = max(found.confidence, UNLOCATED_WEIGHT, match)
         signature = [round(float(v), 5) for v in shot_signature(picture)]
         seen = (found.seen, found.homography, found.whole) if box is found.box else (None, (), None)
-        out.append(SampleScore(score.t, match, score.quality, box, signature, *seen))
+        # a box the template scorer placed (narrowed to the product's colours there) is its own evidence
+        method, confidence = (
+            (found.method, found.confidence) if box is found.box else ("template", score.match)
+        )
+        out.append(
+            SampleScore(score.t, match, score.quality, box, signature, *seen, method, round(confidence, 4))
+        )
     return out
 
 
@@ -347,7 +363,7 @@ def sample_segment(
 
 def choose(info: VideoInfo, samples: list[SampleScore], config: OutputConfig) -> Analysis:
     """Merge every segment's samples and choose the window, with the product's boxes round it (whole where part
-    of it was hidden, without one-sample size spikes: workers.analysis.size_spikes); frame_window then plans every
+    of it was hidden, chosen over the samples jointly: workers.analysis.localisation.temporal); frame_window then plans every
     aspect's crop path."""
     samples = sorted(samples, key=lambda s: s.t)
     times = [s.t - info.start_s for s in samples]
@@ -363,7 +379,7 @@ def choose(info: VideoInfo, samples: list[SampleScore], config: OutputConfig) ->
     window = Window(
         window.start_s + info.start_s, window.end_s + info.start_s, round(window.score, 4), window.truncated
     )
-    boxes = without_spikes(times, whole_boxes(samples, (info.width, info.height)), cuts)
+    boxes = kept_boxes(times, whole_boxes(samples, (info.width, info.height)), [s.p for s in samples], cuts)
     subject = [(s.t, *b) for s, b in _around(samples, boxes, window, cuts, info.start_s) if b is not None]
     return Analysis(
         window=window,

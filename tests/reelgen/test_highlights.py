@@ -24,7 +24,13 @@ def _samples(values: list[float], cut_at: int | None = None) -> list[SampleScore
     signature_b = [0.0] * 127 + [1.0]
     return [
         SampleScore(
-            k / 2, v, 0.5, (10.0, 10.0, 50.0, 50.0), signature_b if cut_at and k >= cut_at else signature_a
+            k / 2,
+            v,
+            0.5,
+            (10.0, 10.0, 50.0, 50.0),
+            signature_b if cut_at and k >= cut_at else signature_a,
+            method="features",
+            confidence=v,
         )
         for k, v in enumerate(values)
     ]
@@ -54,7 +60,9 @@ def test_choose_boxes_the_product_whole_where_a_frame_saw_only_part_of_it() -> N
         half = k % 4 == 1
         seen = (60.0, 0.0, 120.0, 80.0) if half else (0.0, 0.0, 120.0, 80.0)
         box = (160.0, 50.0, 220.0, 130.0) if half else (100.0, 50.0, 220.0, 130.0)
-        samples[k] = SampleScore(sample.t, sample.match, sample.quality, box, sample.signature, seen, shift)
+        samples[k] = SampleScore(
+            sample.t, sample.match, sample.quality, box, sample.signature, seen, shift, method="features"
+        )
     analysis = choose(info, samples, load_settings().output_config())
     assert len(analysis.subject_boxes) == 11  # the window's 10 samples and the one after it
     assert all(b == pytest.approx((100.0, 50.0, 220.0, 130.0)) for _, *b in analysis.subject_boxes)
@@ -88,3 +96,18 @@ def test_chosen_windows_show_the_product(tmp_path: Path) -> None:
     assert len(results) == 2
     assert all(r.hit for r in results), report(results, as_json=False)
     assert "hit rate 2/2" in report(results, as_json=False)
+
+
+def test_choose_leaves_out_a_one_sample_false_find_far_from_the_product() -> None:
+    """The window's boxes are chosen over every segment's samples at once: a fair find across the frame for
+    one sample, between sure finds of the product, is not the product, and the crop does not swing to it."""
+    info = VideoInfo(640, 360, 25.0, 20.0, True, 0, "h264", 0.0)
+    samples = _samples([0.9] * 40)
+    far = samples[5]
+    samples[5] = SampleScore(
+        far.t, far.match, far.quality, (500.0, 250.0, 540.0, 290.0), far.signature, method="colour"
+    )
+    analysis = choose(info, samples, load_settings().output_config())
+    times = [t for t, *_ in analysis.subject_boxes]
+    assert 2.0 in times and 3.0 in times and 2.5 not in times
+    assert all(b == pytest.approx((10.0, 10.0, 50.0, 50.0)) for _, *b in analysis.subject_boxes)

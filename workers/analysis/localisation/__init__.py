@@ -27,13 +27,21 @@ round it, also where it runs a little past the frame's edge, and not in a busy s
 much. A photo of the product among other things is found whole in no frame: where a run of samples finds nothing,
 each of its parts is looked for on its own, and the part found in the most samples (at least three) is the product.
 
+Each source's raw confidence measures something of its own; calibration maps each onto one scale, the probability
+that its box is the product (a logistic curve per source, fitted by bench/calibrate.py on the quality set's tuning
+half), and the locator keeps the likeliest find of the sources it asks, in turn, until one is sure (P_SURE).
+
 Over a video, whole_boxes completes a box a hand cuts short to the extent the frames seeing the product whole agree
 on, and at least to its own pixels' extent in the main image where those are an outline (a hand may hide the same
 side throughout). Where the features lose the product for a sample or two (a swing blurs it, it turns a side the
 main image does not show), follow finds its pixels from the neighbouring sample again, where their colour and the
-way back agree. The figures behind these choices are measured in docs/performance.md. Pure: arrays in, boxes out.
+way back agree. Which boxes are the product is then chosen over all the video's samples at once (temporal): the
+least-cost path through the samples' finds, their calibrated probabilities against the moves between them, so that
+a one-sample spike or a false find far off is rejected and a product's exit and return are not. The figures
+behind these choices are measured in docs/performance.md. Pure: arrays in, boxes out.
 
 Each source is a module: features (local features and a homography), colour (blobs of the product's colours),
 silhouette (a plain product's outline), parts (a scene's parts), backdrop (a main image's own pixels); locator
-builds them once per item and tries them in turn; whole and following work over a video's finds.
+builds them once per item and compares their finds on the calibrated scale (calibration); whole, following and
+temporal work over a video's finds.
 """

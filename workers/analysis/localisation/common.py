@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
+from workers.analysis.localisation.calibration import probability
 from workers.geometry import scale_box
 
 Box = tuple[float, float, float, float]
@@ -36,6 +37,11 @@ class Located:
     #: clean cut, a scene's part): their bounds, in the same pixels as seen; whole_boxes completes the box to
     #: them where an occluder hides part of the product in every frame
     whole: Box | None = None
+
+    @property
+    def p(self) -> float:
+        """The calibrated probability that box is the product (workers.analysis.localisation.calibration)."""
+        return probability(self.method, self.confidence) if self.box is not None else 0.0
 
 
 NOT_FOUND = Located(None, 0.0, "none")

@@ -1,9 +1,10 @@
 """The product in a frame, from its main image: the evidence sources (features, colour, outline; a scene's parts)
-built once per item, tried in turn on each frame."""
+built once per item; on each frame, their finds compared on one calibrated scale."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 
 import cv2
 import numpy as np
@@ -22,6 +23,10 @@ from workers.analysis.localisation.features import FINE_EVERY, FeatureSource, Ke
 from workers.analysis.localisation.parts import DISCOVERED_SAMPLES, in_photo, part_transform, scene_parts
 from workers.analysis.localisation.silhouette import SilhouetteSource
 from workers.analysis.localisation.whole import WHOLE_FILL
+
+#: a find at least this likely to be the product (calibrated, Located.p) is not second-guessed by the sources
+#: after it, which cost more or are right less often
+P_SURE = 0.9
 
 
 class ProductLocator:
@@ -157,10 +162,21 @@ class ProductLocator:
     def _located(
         self, frame: np.ndarray, source_size: tuple[int, int], fine: bool, keys: Keys | None
     ) -> Located:
-        """locate, on a frame already at LOCATE_SIDE (keys: its keypoints, if already found)."""
-        found = self._features.find(frame, fine, keys) if self.textured else None
-        if found is None and self.colourful and self._colour.looks:
-            found = self._colour.find(frame, looked=True)
-        if found is None and self._silhouette is not None:
-            found = self._silhouette.find(frame)
-        return in_source(found, frame.shape, source_size)
+        """locate, on a frame already at LOCATE_SIDE (keys: its keypoints, if already found): the likeliest of
+        the sources' finds on the calibrated scale (Located.p), asking each source in the order of what it
+        costs and how often it is right, until a find is at least P_SURE."""
+        sources: list[Callable[[], Located | None]] = []
+        if self.textured:
+            sources.append(lambda: self._features.find(frame, fine, keys))
+        if self.colourful and self._colour.looks:
+            sources.append(lambda: self._colour.find(frame, looked=True))
+        if self._silhouette is not None:
+            sources.append(functools.partial(self._silhouette.find, frame))
+        best: Located | None = None
+        for source in sources:
+            found = source()
+            if found is not None and (best is None or found.p > best.p):
+                best = found
+            if best is not None and best.p >= P_SURE:
+                break
+        return in_source(best, frame.shape, source_size)

@@ -1,0 +1,131 @@
+"""Fit the localisation's calibration (workers/analysis/localisation/calibration.json) on the quality set's tuning
+half: for each evidence source, the logistic curve from its raw confidence to the probability that its box holds
+the product.
+
+Every item of the half is sampled as a worker samples it (pipeline.plan_sampling and sample_segment, the scorer
+model in this process), so the boxes are the ones reelgen's temporal model is given. Each box is labelled
+against the ground truth at its sample's frame: held (it holds ≥ 70 % of the true box with IoU > 0.3, as
+bench/locate.py counts) or not (elsewhere, a part of the product, or boxed on a frame without it). Per source,
+slope and intercept minimise the labels' log loss (scipy.optimize); a source with fewer than MIN_BOXES boxes,
+or with only one label among them, takes the curve fitted to all boxes together ("pooled").
+
+The held-out half is never used here. The fitted curves and their log loss are printed, and written with
+--write. Usage: .venv/bin/python bench/calibrate.py [--items 32] [--write]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy.optimize import minimize
+from scipy.special import expit
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench.locate import held  # noqa: E402
+from bench.quality import as_rect, ensure_set  # noqa: E402
+from bench.quality_set import load_truth  # noqa: E402
+from core.catalog_entry import CatalogEntry  # noqa: E402
+from core.settings import load_settings  # noqa: E402
+from gpu_service.local import LocalInference  # noqa: E402
+from gpu_service.priority import PriorityKey  # noqa: E402
+from jobs.intake.catalog import read_catalog  # noqa: E402
+from jobs.ledger import JobKind  # noqa: E402
+from storage.fetch import Fetcher  # noqa: E402
+from workers import pipeline  # noqa: E402
+from workers.analysis.localisation.calibration import CALIBRATION_FILE, POOLED  # noqa: E402
+
+#: a source needs this many boxes of both labels together for a curve of its own
+MIN_BOXES = 30
+
+
+def labelled_boxes(catalog: Path) -> list[tuple[str, float, bool]]:
+    """(method, raw confidence, held) for every box the sampling gives over the catalog's items."""
+    truth = load_truth(catalog)["items"]
+    settings = load_settings()
+    config = settings.output_config()
+    fetcher = Fetcher(settings)
+    model = LocalInference(weights=settings.daemon.weights)
+    out: list[tuple[str, float, bool]] = []
+    for _, entry in read_catalog(catalog, settings.source_policy(JobKind.RUN.value)):
+        if not isinstance(entry, CatalogEntry):
+            continue
+        item = truth[entry.item_id]
+        info, segments = pipeline.plan_sampling(entry, fetcher, settings, config.sample_fps)
+        decoding = pipeline.Decoding.from_settings(settings)
+        for segment in segments:
+            for s in pipeline.sample_segment(
+                entry, info, segment, fetcher, model, PriorityKey(0.0, 0.0), config, decoding
+            ):
+                if s.box is None:
+                    continue
+                index = min(len(item["frames"]) - 1, round((s.t - info.start_s) * float(item["fps"])))
+                real = item["frames"][index]["box"]
+                out.append((s.method, s.confidence, real is not None and held(as_rect(real), s.box)))
+    return out
+
+
+def fit(confidence: np.ndarray, label: np.ndarray) -> tuple[float, float, float]:
+    """Slope, intercept and mean log loss of the logistic curve fitted to the labels."""
+
+    def loss(params: np.ndarray) -> float:
+        p = np.clip(expit(params[0] * confidence + params[1]), 1e-9, 1 - 1e-9)
+        return float(-np.mean(label * np.log(p) + (1 - label) * np.log(1 - p)))
+
+    result = minimize(loss, np.zeros(2), method="BFGS")
+    return float(result.x[0]), float(result.x[1]), float(result.fun)
+
+
+def curves(boxes: list[tuple[str, float, bool]]) -> dict[str, dict[str, Any]]:
+    by_method: dict[str, list[tuple[float, bool]]] = defaultdict(list)
+    for method, confidence, holds in boxes:
+        by_method[method].append((confidence, holds))
+        by_method[POOLED].append((confidence, holds))
+    out = {}
+    for method, rows in sorted(by_method.items()):
+        conf = np.array([c for c, _ in rows], np.float64)
+        labels = np.array([float(h) for _, h in rows])
+        if method != POOLED and (len(rows) < MIN_BOXES or labels.min() == labels.max()):
+            print(f"  {method}: {len(rows)} boxes, {int(labels.sum())} held: too few to fit, takes {POOLED}")
+            continue
+        slope, intercept, loss = fit(conf, labels)
+        out[method] = {
+            "slope": round(slope, 4),
+            "intercept": round(intercept, 4),
+            "boxes": len(rows),
+            "held": int(labels.sum()),
+            "log_loss": round(loss, 4),
+        }
+        print(f"  {method}: {out[method]}")
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--items", type=int, default=32, help="tuning items (default 32)")
+    parser.add_argument("--write", action="store_true", help=f"write the curves to {CALIBRATION_FILE}")
+    args = parser.parse_args()
+    catalog = ensure_set("tuning", args.items, reuse=True)
+    fitted = curves(labelled_boxes(catalog))
+    if args.write:
+        data = {
+            "fitted_on": f"bench/calibrate.py, quality set tuning half, {args.items} items",
+            "curves": fitted,
+        }
+        CALIBRATION_FILE.write_text(json.dumps(data, indent=2) + "\n")
+    print(json.dumps({"items": args.items, "curves": fitted}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

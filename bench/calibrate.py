@@ -6,7 +6,7 @@ Every item of the half is sampled as a worker samples it (pipeline.plan_sampling
 model in this process), so the boxes are the ones reelgen's temporal model is given. Each box is labelled
 against the ground truth at its sample's frame: held (it holds ≥ 70 % of the true box with IoU > 0.3, as
 bench/locate.py counts) or not (elsewhere, a part of the product, or boxed on a frame without it). Per source,
-slope and intercept minimise the labels' log loss (scipy.optimize); a source with fewer than MIN_BOXES boxes,
+slope (at least 0) and intercept minimise the labels' log loss (scipy.optimize); a source with fewer than MIN_BOXES boxes,
 or with only one label among them, takes the curve fitted to all boxes together ("pooled").
 
 The held-out half is never used here. The fitted curves and their log loss are printed, and written with
@@ -31,7 +31,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.locate import held  # noqa: E402
-from bench.quality import as_rect, ensure_set  # noqa: E402
+from bench.quality import as_rect, ensure_set, product_version  # noqa: E402
 from bench.quality_set import load_truth  # noqa: E402
 from core.catalog_entry import CatalogEntry  # noqa: E402
 from core.settings import load_settings  # noqa: E402
@@ -80,7 +80,9 @@ def fit(confidence: np.ndarray, label: np.ndarray) -> tuple[float, float, float]
         p = np.clip(expit(params[0] * confidence + params[1]), 1e-9, 1 - 1e-9)
         return float(-np.mean(label * np.log(p) + (1 - label) * np.log(1 - p)))
 
-    result = minimize(loss, np.zeros(2), method="BFGS")
+    # a source's raw confidence is more evidence as it grows: the slope is held at zero or above, so that a curve
+    # fitted to noise (features' inlier share barely matters once a homography holds) is flat, never falling
+    result = minimize(loss, np.zeros(2), method="L-BFGS-B", bounds=[(0.0, None), (None, None)])
     return float(result.x[0]), float(result.x[1]), float(result.fun)
 
 
@@ -116,7 +118,14 @@ def main() -> int:
     parser.add_argument("--write", action="store_true", help=f"write the curves to {CALIBRATION_FILE}")
     args = parser.parse_args()
     catalog = ensure_set("tuning", args.items, reuse=True)
-    fitted = curves(labelled_boxes(catalog))
+    # the boxes of a set at this revision of the product are kept: refitting needs no second sampling
+    cached = catalog.parent / f"calibration-boxes-{product_version()}.json"
+    if cached.exists():
+        boxes = [(str(m), float(c), bool(h)) for m, c, h in json.loads(cached.read_text())]
+    else:
+        boxes = labelled_boxes(catalog)
+        cached.write_text(json.dumps(boxes))
+    fitted = curves(boxes)
     if args.write:
         data = {
             "fitted_on": f"bench/calibrate.py, quality set tuning half, {args.items} items",

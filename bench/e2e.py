@@ -8,7 +8,9 @@
     all cores — the work no design can avoid.
 All use the same scorer, crop planner, sampling rate and encoder settings (libx264 veryfast CRF 21, the same
 explicit thread count). (c) and (d) run in --repeats rounds (default 3), each (d) right after its (c).
-Usage: .venv/bin/python bench/e2e.py [--items 6] [--repeats 3] [--scaling]; the last line is JSON, with c_over_d,
+Usage: .venv/bin/python bench/e2e.py [--items 6] [--repeats 3] [--steady-items 24] [--scaling]; the last line is
+JSON, with c_over_d (cold: the --items catalog, each run's start-up included), c_over_d_steady (one round of
+--steady-items items, the catalog's videos repeated under new ids, where the start-up is a small share),
 analysis_share (CPU-s of the stages before the render over the render's, in (c)'s last round) and
 render_wall_over_cpu_1item (a one-item `reelgen run`'s render: its wall over its CPU-seconds, what encoding an
 item's clips in parallel makes of cores that one item in flight would leave idle).
@@ -330,6 +332,13 @@ def main() -> None:
         "(the floor renders reelgen's choices, so d needs c)",
     )
     parser.add_argument(
+        "--steady-items",
+        type=int,
+        default=24,
+        help="items of the steady-state round of (c) then (d), the catalog's videos repeated under new ids "
+        "(0: none)",
+    )
+    parser.add_argument(
         "--repeats",
         type=int,
         default=3,
@@ -413,6 +422,22 @@ def main() -> None:
         if inference is not None and inference.device.startswith("cuda")
         else None
     )
+    steady = None
+    if "d" in designs and args.steady_items > 0:
+        # the start-up (Redis, the daemon's torch import, the workers' first imports) is paid once a run: over
+        # this many items it is a small share, what a backfill sees
+        many = repeated_catalog(catalog, args.steady_items)
+        many_entries = entries_of(many)
+        s_wall = timed(
+            f"(c) reelgen, steady state, {args.steady_items} items",
+            lambda: run_reelgen(many, work / "steady", work / "steady-state"),
+        )[0]
+        f_wall = timed(
+            f"(d) render floor, steady state, {args.steady_items} items",
+            lambda: run_floor(many_entries, work / "steady", work / "steady-d", config),
+        )[0]
+        steady = round(f_wall / s_wall, 3)
+        print(f"c/d steady state, {args.steady_items} items: {steady} (c {s_wall:.1f} s, d {f_wall:.1f} s)")
     # one item in flight: its clips' encoders are all the work there is for the cores
     one_stages = run_reelgen(repeated_catalog(catalog, 1), work / "one", work / "one-state")[2]
     render = one_stages.get("render", {})
@@ -430,6 +455,8 @@ def main() -> None:
         "c_over_b": ratio("c", "b"),
         "c_over_d": round(statistics.median(pair_ratios), 3) if pair_ratios else None,
         "c_over_d_rounds": [round(x, 3) for x in pair_ratios],
+        "c_over_d_steady": steady,
+        "steady_items": args.steady_items if steady is not None else None,
         "analysis_share": analysis_share(c_stages) if "c" in runs else None,
         "render_wall_over_cpu_1item": one_item,
         "gpu_busy": gpu_busy,

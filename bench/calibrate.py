@@ -4,10 +4,15 @@ the product.
 
 Every item of the half is sampled as a worker samples it (pipeline.plan_sampling and sample_segment, the scorer
 model in this process), so the boxes are the ones reelgen's temporal model is given. Each box is labelled
-against the ground truth at its sample's frame: held (it holds ≥ 70 % of the true box with IoU > 0.3, as
-bench/locate.py counts) or not (elsewhere, a part of the product, or boxed on a frame without it). Per source,
-slope (at least 0) and intercept minimise the labels' log loss (scipy.optimize); a source with fewer than MIN_BOXES boxes,
-or with only one label among them, takes the curve fitted to all boxes together ("pooled").
+against the ground truth at its sample's frame: the product (most of the box, ON_PRODUCT of it, lies on the true
+box: the product whole, or a part of it that a hand or the light left) or not (mostly elsewhere, or on a frame
+without the product). The temporal model rejects a box less likely than not to be the product, so the label is
+whether the box is on it, not whether it holds all of it: a box on part of the product still tells the crop where
+the product is and how large it is at least (labelled by bench/locate.py's "held", a grey clock's outline boxes
+narrower than its disc were rejected and its clips cropped through it). Per source, slope (at least 0) and
+intercept minimise the labels' log loss (scipy.optimize), with one box of each label added at the source's mean
+confidence (Laplace's rule of succession); a source with fewer than MIN_BOXES boxes takes the curve fitted to all
+boxes together ("pooled").
 
 The held-out half is never used here. The fitted curves and their log loss are printed, and written with
 --write. Usage: .venv/bin/python bench/calibrate.py [--items 32] [--write]
@@ -30,8 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.locate import held  # noqa: E402
-from bench.quality import as_rect, ensure_set, product_version  # noqa: E402
+from bench.quality import as_rect, ensure_set, product_version, share_inside  # noqa: E402
 from bench.quality_set import load_truth  # noqa: E402
 from core.catalog_entry import CatalogEntry  # noqa: E402
 from core.settings import load_settings  # noqa: E402
@@ -45,16 +49,21 @@ from workers.analysis.localisation.calibration import CALIBRATION_FILE, POOLED  
 
 #: a source needs this many boxes of both labels together for a curve of its own
 MIN_BOXES = 30
+#: a box is on the product where at least this share of it lies inside the true box
+ON_PRODUCT = 0.5
+
+#: (method, raw confidence, the box, the true box or None)
+Sampled = tuple[str, float, list[float], list[float] | None]
 
 
-def labelled_boxes(catalog: Path) -> list[tuple[str, float, bool]]:
-    """(method, raw confidence, held) for every box the sampling gives over the catalog's items."""
+def sampled_boxes(catalog: Path) -> list[Sampled]:
+    """Every box the sampling gives over the catalog's items, with the truth at its frame."""
     truth = load_truth(catalog)["items"]
     settings = load_settings()
     config = settings.output_config()
     fetcher = Fetcher(settings)
     model = LocalInference(weights=settings.daemon.weights)
-    out: list[tuple[str, float, bool]] = []
+    out: list[Sampled] = []
     for _, entry in read_catalog(catalog, settings.source_policy(JobKind.RUN.value)):
         if not isinstance(entry, CatalogEntry):
             continue
@@ -69,8 +78,13 @@ def labelled_boxes(catalog: Path) -> list[tuple[str, float, bool]]:
                     continue
                 index = min(len(item["frames"]) - 1, round((s.t - info.start_s) * float(item["fps"])))
                 real = item["frames"][index]["box"]
-                out.append((s.method, s.confidence, real is not None and held(as_rect(real), s.box)))
+                out.append((s.method, s.confidence, list(s.box), None if real is None else list(real)))
     return out
+
+
+def on_product(box: list[float], real: list[float] | None) -> bool:
+    """Whether most of a box lies on the product's true box (ON_PRODUCT of it)."""
+    return real is not None and share_inside(as_rect(box), as_rect(real)) >= ON_PRODUCT
 
 
 def fit(confidence: np.ndarray, label: np.ndarray) -> tuple[float, float, float]:
@@ -95,15 +109,18 @@ def curves(boxes: list[tuple[str, float, bool]]) -> dict[str, dict[str, Any]]:
     for method, rows in sorted(by_method.items()):
         conf = np.array([c for c, _ in rows], np.float64)
         labels = np.array([float(h) for _, h in rows])
-        if method != POOLED and (len(rows) < MIN_BOXES or labels.min() == labels.max()):
-            print(f"  {method}: {len(rows)} boxes, {int(labels.sum())} held: too few to fit, takes {POOLED}")
+        if method != POOLED and len(rows) < MIN_BOXES:
+            print(f"  {method}: {len(rows)} boxes: too few to fit, takes {POOLED}")
             continue
-        slope, intercept, loss = fit(conf, labels)
+        # one box of each label at the source's mean confidence (Laplace's rule of succession): a source whose
+        # every box was right is very likely, not certainly, right next time, and its curve stays finite
+        mean = float(conf.mean())
+        slope, intercept, loss = fit(np.append(conf, [mean, mean]), np.append(labels, [1.0, 0.0]))
         out[method] = {
             "slope": round(slope, 4),
             "intercept": round(intercept, 4),
             "boxes": len(rows),
-            "held": int(labels.sum()),
+            "on_product": int(labels.sum()),
             "log_loss": round(loss, 4),
         }
         print(f"  {method}: {out[method]}")
@@ -121,11 +138,11 @@ def main() -> int:
     # the boxes of a set at this revision of the product are kept: refitting needs no second sampling
     cached = catalog.parent / f"calibration-boxes-{product_version()}.json"
     if cached.exists():
-        boxes = [(str(m), float(c), bool(h)) for m, c, h in json.loads(cached.read_text())]
+        sampled: list[Sampled] = [tuple(row) for row in json.loads(cached.read_text())]  # type: ignore[misc]
     else:
-        boxes = labelled_boxes(catalog)
-        cached.write_text(json.dumps(boxes))
-    fitted = curves(boxes)
+        sampled = sampled_boxes(catalog)
+        cached.write_text(json.dumps(sampled))
+    fitted = curves([(m, c, on_product(box, real)) for m, c, box, real in sampled])
     if args.write:
         data = {
             "fitted_on": f"bench/calibrate.py, quality set tuning half, {args.items} items",

@@ -17,7 +17,7 @@ def test_the_shipped_calibration_has_a_pooled_curve_and_says_what_it_was_fitted_
     assert "tuning half" in data["fitted_on"]
     assert POOLED in data["curves"]
     for curve in data["curves"].values():
-        assert curve["boxes"] >= curve["held"] > 0
+        assert curve["boxes"] >= curve["on_product"] > 0
 
 
 def test_a_probability_rises_with_its_sources_confidence_and_no_box_has_none() -> None:

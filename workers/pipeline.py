@@ -235,19 +235,13 @@ class SampleScore:
     homography: tuple[float, ...] = ()
     #: the product's own pixels' bounds in the main image, where known (workers.analysis.localisation.common.Located.whole)
     whole: tuple[float, float, float, float] | None = None
-    #: the evidence that placed box ("features", "colour", "silhouette", "followed", "template"; "none") and
-    #: its raw confidence, which workers.analysis.localisation.calibration turns into a probability
+    #: what placed box (a source's name, "template"; "none") and its raw confidence: localisation.calibration
     method: str = "none"
     confidence: float = 0.0
 
     @property
     def value(self) -> float:
         return frame_value(self.match, self.quality)
-
-    @property
-    def p(self) -> float:
-        """The calibrated probability that box is the product."""
-        return probability(self.method, self.confidence) if self.box is not None else 0.0
 
 
 def sample_times(info: VideoInfo, fps: float) -> list[float]:
@@ -314,12 +308,8 @@ def score_samples(
         signature = [round(float(v), 5) for v in shot_signature(picture)]
         seen = (found.seen, found.homography, found.whole) if box is found.box else (None, (), None)
         # a box the template scorer placed (narrowed to the product's colours there) is its own evidence
-        method, confidence = (
-            (found.method, found.confidence) if box is found.box else ("template", score.match)
-        )
-        out.append(
-            SampleScore(score.t, match, score.quality, box, signature, *seen, method, round(confidence, 4))
-        )
+        evidence = (found.method, found.confidence) if box is found.box else ("template", score.match)
+        out.append(SampleScore(score.t, match, score.quality, box, signature, *seen, *evidence))
     return out
 
 
@@ -363,8 +353,8 @@ def sample_segment(
 
 def choose(info: VideoInfo, samples: list[SampleScore], config: OutputConfig) -> Analysis:
     """Merge every segment's samples and choose the window, with the product's boxes round it (whole where part
-    of it was hidden, chosen over the samples jointly: workers.analysis.localisation.temporal); frame_window then plans every
-    aspect's crop path."""
+    of it was hidden, chosen over the samples jointly: workers.analysis.localisation.temporal); frame_window then
+    plans every aspect's crop path."""
     samples = sorted(samples, key=lambda s: s.t)
     times = [s.t - info.start_s for s in samples]
     cuts = detect_cuts(times, [np.asarray(s.signature, dtype=np.float32) for s in samples])
@@ -379,7 +369,8 @@ def choose(info: VideoInfo, samples: list[SampleScore], config: OutputConfig) ->
     window = Window(
         window.start_s + info.start_s, window.end_s + info.start_s, round(window.score, 4), window.truncated
     )
-    boxes = kept_boxes(times, whole_boxes(samples, (info.width, info.height)), [s.p for s in samples], cuts)
+    p = [probability(s.method, s.confidence) for s in samples]
+    boxes = kept_boxes(times, whole_boxes(samples, (info.width, info.height)), p, cuts)
     subject = [(s.t, *b) for s, b in _around(samples, boxes, window, cuts, info.start_s) if b is not None]
     return Analysis(
         window=window,

@@ -7,9 +7,9 @@ import cv2
 import numpy as np
 
 from devtools.real_media import opencv_rubberwhale
+from tests.support.localisation import _apple, _area, _boxed_cups, _covered_cups, _cup, _photo
 from tests.support.placements import FRAME
 from tests.support.placements import read_rgb as _read
-from tests.workers.localisation.helpers import _apple, _area, _boxed_cups, _covered_cups, _cup, _photo
 from workers.analysis.localisation.backdrop import cut_out
 from workers.analysis.localisation.locator import ProductLocator
 from workers.analysis.localisation.whole import whole_boxes

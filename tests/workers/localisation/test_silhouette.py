@@ -7,10 +7,10 @@ import cv2
 import numpy as np
 
 from devtools.real_media import mgt_dancer
+from tests.support.localisation import _inside, _iou, _photo, _studio_shot
 from tests.support.placements import FRAME
 from tests.support.placements import backgrounds as _backgrounds
 from tests.support.placements import pasted as _pasted
-from tests.workers.localisation.helpers import _inside, _iou, _photo, _studio_shot
 from workers.analysis.localisation.locator import ProductLocator
 
 

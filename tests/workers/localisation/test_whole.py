@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from tests.support.localisation import _area, _covered_cups, _inside, _photo, _place, _studio_shot
 from tests.support.placements import FRAME
 from tests.support.placements import backgrounds as _backgrounds
-from tests.workers.localisation.helpers import _area, _covered_cups, _inside, _photo, _place, _studio_shot
 from workers.analysis.localisation.common import NOT_FOUND, Box, Located
 from workers.analysis.localisation.locator import ProductLocator
 from workers.analysis.localisation.whole import whole_boxes

@@ -46,6 +46,9 @@ def samples_from_json(results: list[Json]) -> list[SampleScore]:
                 "seen": tuple(s["seen"]) if s.get("seen") else None,
                 "homography": tuple(s.get("homography", ())),
                 "whole": tuple(s["whole"]) if s.get("whole") else None,
+                # a box from a worker of a release before the evidence was recorded: no source's own curve, so
+                # the pooled one (workers.analysis.localisation.calibration), not "none" (no box at all)
+                "method": s.get("method", "unrecorded" if s["box"] else "none"),
             }
         )
         for result in results

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from workers.analysis.localisation.calibration import POOLED, probability
 from workers.analysis.windows import Window
 from workers.media.containers import Timing, VideoInfo
 from workers.media.segments import Segment
@@ -41,6 +42,13 @@ def test_every_record_comes_back_equal_through_json() -> None:
         ),
     ]
     assert samples_from_json([through_broker(samples_to_json(samples))]) == samples
+    # a sample a worker of an earlier release wrote, without the evidence's method, keeps its box a candidate
+    earlier = samples_to_json(samples[:2])
+    for s in earlier["samples"]:
+        del s["method"], s["confidence"]
+    boxed, unboxed = samples_from_json([through_broker(earlier)])
+    assert probability(boxed.method, boxed.confidence) == probability(POOLED, 0.0) > 0.5
+    assert unboxed.method == "none"
 
     analysis = Analysis(
         window=Window(10.0, 15.0, 0.71, False),

@@ -4,9 +4,9 @@ Each source's raw confidence measures something of its own (features: the share 
 keypoints; a colour blob or an outline: how well it fills or stands out; a followed box: its origin's, decayed;
 the template scorer: its correlation), so no two are comparable as they come. A logistic curve per source,
 p = 1 / (1 + exp(−(slope · confidence + intercept))), fitted by bench/calibrate.py on the tuning half of the
-quality set (a box that holds the product, as bench/locate.py counts one held, against every other box the
-source gave), maps each onto the same probability. The curves are data (calibration.json beside this module,
-with what they were fitted on); a source with too few boxes to fit takes the curve fitted to all sources together.
+quality set (a box most of which lies on the product, against every other box the source gave), maps each onto
+the same probability. The curves are data (calibration.json beside this module, with what they were fitted on); a
+source with too few boxes to fit takes the curve fitted to all sources together.
 """
 
 from __future__ import annotations

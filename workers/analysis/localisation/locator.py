@@ -167,9 +167,9 @@ class ProductLocator:
         costs and how often it is right, until a find is at least P_SURE."""
         sources: list[Callable[[], Located | None]] = []
         if self.textured:
-            sources.append(lambda: self._features.find(frame, fine, keys))
+            sources.append(functools.partial(self._features.find, frame, fine, keys))
         if self.colourful and self._colour.looks:
-            sources.append(lambda: self._colour.find(frame, looked=True))
+            sources.append(functools.partial(self._colour.find, frame, looked=True))
         if self._silhouette is not None:
             sources.append(functools.partial(self._silhouette.find, frame))
         best: Located | None = None

@@ -517,7 +517,7 @@ def frame_window(
         analysis,
         crop_keys={label: plan.key_tuples() for label, plan in plans.items()},
         padded={label: plan.padded for label, plan in plans.items()},
-        padded_reason={label: plan.padded_reason for label, plan in plans.items() if plan.padded_reason},
+        padded_reason={label: plan.reason_text for label, plan in plans.items() if plan.reason_text},
         picture_share={label: plan.picture_share for label, plan in plans.items() if plan.picture_share < 1},
         text_boxes=text_boxes,  # type: ignore[arg-type]
         picture=picture,

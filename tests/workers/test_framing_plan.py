@@ -527,7 +527,8 @@ def test_a_letterboxed_region_holds_the_product_with_a_margin_where_it_has_room(
     (a real window of bench/quality.py's tuning half). The region shown letterboxed held only the located
     boxes, flush with the bottom of one of them; a located box is a few per cent off the product's edges, and
     between samples the product reached past the region in 29 % of the frames. Like a smaller crop, the region
-    now holds the box grown by 15 % a side as far as its size allows."""
+    now holds the box grown by 15 % a side as far as its size allows (the smoothed path within a tenth of that
+    margin: the region is the shortest that holds it, so the smoothing has no pixels to spare)."""
     width, height = 960, 720
     samples = [
         (6.48, (305.0, 8.0, 921.0, 488.0)),
@@ -545,7 +546,9 @@ def test_a_letterboxed_region_holds_the_product_with_a_margin_where_it_has_room(
         rect = plan.crop_path()(t)
         grow = min(0.15 * (y1 - y0), (rect.h - (y1 - y0)) / 2)
         top, bottom = max(0.0, y0 - grow), min(float(height), y1 + grow)
-        assert rect.y <= top + 2 and bottom - 2 <= rect.y + rect.h, (t, rect)
+        slack = 2 + 0.1 * grow
+        assert rect.y <= top + slack and bottom - slack <= rect.y + rect.h, (t, rect)
+        assert rect.y <= y0 and y1 <= rect.y + rect.h, (t, rect)
 
 
 def test_a_product_crossing_past_a_caption_faster_than_a_crop_follows_is_reframed_at_once() -> None:

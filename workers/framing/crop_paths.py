@@ -62,8 +62,9 @@ class FramingParams:
     #: every side (as far as it can): both depart from the aspect's own crop to show the product, and a located
     #: box is a few per cent off the product's edges
     zoom_margin: float = 0.15
-    #: region widths tried, evenly from the aspect's crop up to the whole frame, before padding gives up
-    pad_steps: int = 8
+    #: region widths tried, evenly from the aspect's crop up to the whole frame, before padding gives up: fine
+    #: enough that the first to hold the product shows it within a few per cent of its fitted size
+    pad_steps: int = 16
     #: positions tried by the dynamic programme on the moving axis (more is finer and slower)
     max_states: int = 400
     #: where no crop moving at the bounds above can follow the subject past text, the crop may instead jump to

@@ -4,8 +4,9 @@ first, letterbox last.
 For each aspect the largest crop is tried, then the crop spanning the frame within the aspect's slack (a few per
 cent larger), then smaller ones placed past captions (zooms), then a path that
 jumps inside a shot, as at a cut, between places and sizes of crop; only when none will do is the shown region
-widened along the moving axis until a path exists, and the clip letterboxed over a blurred fill (`padded`), with
-its reason (PAD_REASONS). The path itself is planned per shot by
+widened along the moving axis until a path exists (narrowed across it past text where that keeps the product
+large: workers.framing.letterbox), and the clip letterboxed over a blurred fill (`padded`), with its reason
+(PAD_REASONS). The path itself is planned per shot by
 workers.framing.crop_paths; geometry is workers.geometry, text regions workers.text.regions. Pure: no I/O.
 
 Kept whole: the ladder of tries for one aspect (largest, spanning, zooms, jumps, letterbox) shares one plan
@@ -34,6 +35,7 @@ from workers.framing.crop_paths import (
     route_positions,
     route_segment,
 )
+from workers.framing.letterbox import letterbox_lines
 from workers.framing.picture_area import PictureFrame
 from workers.framing.safe_zone import inset_grown, zoned
 from workers.framing.title_safe import title_safe_share
@@ -58,6 +60,8 @@ PAD_SUBJECT_TOO_BIG = "the subject is larger than the crop"
 PAD_TEXT_AND_SUBJECT = "text and subject cannot be separated"
 PAD_NO_TEXT_SAFE_CROP = "every crop of this aspect cuts text"
 PAD_REASONS = (PAD_SUBJECT_TOO_BIG, PAD_TEXT_AND_SUBJECT, PAD_NO_TEXT_SAFE_CROP)
+#: what a letterbox that leaves text beside the product out adds to its reason
+TEXT_LEFT_OUT = "text beside the product left out to show the product large"
 
 
 @dataclass(frozen=True)
@@ -91,10 +95,20 @@ class FramingPlan:
     #: the placement's safe zone the path keeps the product and the text it holds inside along its moving axis
     #: (workers.framing.safe_zone); None for an aspect's clip, or where keeping to it would letterbox the clip
     zone: SafeZone | None = None
+    #: when padded, whether the region is narrowed across its moving axis to leave text beside the product out,
+    #: so that the product is shown large (workers.framing.letterbox)
+    text_left_out: bool = False
 
     @property
     def label(self) -> str:
         return self.size.label
+
+    @property
+    def reason_text(self) -> str | None:
+        """What the manifest says of the letterbox: why, and what it leaves out."""
+        if self.padded_reason is None or not self.text_left_out:
+            return self.padded_reason
+        return f"{self.padded_reason}; {TEXT_LEFT_OUT}"
 
     def crop_path(self) -> CropPath:
         return CropPath(tuple(t for t, _ in self.keys), tuple(r for _, r in self.keys))
@@ -591,7 +605,8 @@ def _plan_aspect(
         if plan is not None:
             return plan
     reason = _pad_reason(failed)
-    for line in wider:
+    out = (size.out_w, size.out_h)
+    for line, leaves_out in letterbox_lines(wider, out, regions, text_margin, subject_boxes):
         # a region shorter than the whole subject (not only its held share) at too many keys is passed over
         if (
             reason == PAD_SUBJECT_TOO_BIG
@@ -605,7 +620,7 @@ def _plan_aspect(
             plan = padded.framing(size, regions, reason=reason)
             # one share for the whole clip: a picture that changed size would pulse
             share = min(title_safe_share(r, size.out_w, size.out_h, regions) for _, r in plan.keys)
-            return replace(plan, picture_share=share)
+            return replace(plan, picture_share=share, text_left_out=leaves_out)
     # the last candidate is the whole frame, where every region is inside (clipped to the frame)
     raise AssertionError("a region spanning the frame is text-safe by construction")
 

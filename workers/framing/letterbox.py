@@ -9,7 +9,10 @@ region until the product is a detail of it. So the regions are tried in this ord
 1. those spanning the frame across the axis, while the product is shown at least FILL of the size fitting it
    alone to the clip would give (captions held whole or left out along the axis, as a crop keeps them);
 2. those narrowed across the axis to leave out the captions beyond the product's span (a region is letterboxed
-   anyway, so its span across need not be the frame's), while the product is shown at least FILL;
+   anyway, so its span across need not be the frame's), while the product is shown at least FILL; narrowed, a
+   region may also be shorter than the crop, down to the smallest zoom's length (the planner's own limit on
+   enlarging a picture): a product smaller than the crop is shown large past a caption no crop of the aspect
+   could leave out;
 3. all the rest, smallest first (spanning the frame before narrowed at each length): the product is shown as
    large as text safety allows.
 
@@ -73,15 +76,18 @@ def narrowed(line: CropLine, regions: Sequence[Box], margin: float, subject: Seq
 
 def letterbox_lines(
     wider: Sequence[CropLine],
+    shorter: Sequence[CropLine],
     out: tuple[int, int],
     regions: Sequence[Box],
     margin: float,
     subject: Sequence[Box],
 ) -> list[tuple[CropLine, bool]]:
     """The regions to try, in the module's order, each with whether it leaves text out across the axis. wider:
-    the regions spanning the frame across the axis, shortest first, the whole frame last."""
+    the regions spanning the frame across the axis, longer than the crop, shortest first, the whole frame last;
+    shorter: those up to the crop's length, tried only narrowed (spanning the frame, they are no larger a
+    picture than the crop, which text ruled out)."""
     spanning = [(line, False) for line in wider]
-    narrow = [(n, True) for line in wider for n in narrowed(line, regions, margin, subject)]
+    narrow = [(n, True) for line in [*shorter, *wider] for n in narrowed(line, regions, margin, subject)]
     large = [c for c in spanning + narrow if fill(c[0], out, subject) >= FILL]
     rest = sorted((c for c in spanning + narrow if c not in large), key=lambda c: (c[0].crop, c[1]))
     return large + rest

@@ -138,13 +138,23 @@ def _subject_samples(
     return sorted((t, b) for t, b in subject if b is not None and lo <= t < hi)
 
 
-def _candidates(size: AspectSize, width: int, height: int, params: FramingParams) -> list[CropLine]:
-    """The aspect's own crop, then ever wider regions to letterbox, ending with the whole frame."""
+def _candidates(
+    size: AspectSize, width: int, height: int, params: FramingParams
+) -> tuple[CropLine, list[CropLine], list[CropLine]]:
+    """The aspect's own crop; ever wider regions to letterbox, ending with the whole frame; and regions from
+    the smallest zoom's length up to the crop's, which only a region narrowed across the moving axis may be
+    (workers.framing.letterbox). Each spans the frame across the moving axis: it is letterboxed anyway."""
     first = crop_line(size.crop_w, size.crop_h, width, height)
     step = (first.length - first.crop) / params.pad_steps
     lengths = sorted({min(first.length, even(first.crop + k * step)) for k in range(1, params.pad_steps + 1)})
-    # a padded region spans the frame across the moving axis too: it is letterboxed anyway
-    return [first, *(CropLine(first.axis, first.length, first.perp, n, 0, first.perp) for n in lengths)]
+    # below the crop, steps of the same share of the crop's own length
+    least, down = min(params.zooms, default=1.0), first.crop / params.pad_steps
+    shorter = sorted({even(first.crop - k * down) for k in range(int(first.crop * (1 - least) / down) + 1)})
+
+    def spanning(n: int) -> CropLine:
+        return CropLine(first.axis, first.length, first.perp, n, 0, first.perp)
+
+    return first, [spanning(n) for n in lengths], [spanning(n) for n in shorter if n > 0]
 
 
 def _grown(box: Box, share: float, line: CropLine) -> Box:
@@ -515,7 +525,7 @@ def _plan_aspect(
             for k, (t0, t1) in enumerate(spans)
         ]
 
-    crop, *wider = _candidates(size, width, height, params)
+    crop, wider, shorter = _candidates(size, width, height, params)
     # a crop keeps to the zone; a letterboxed region (wider) is measured against it, as it is shown centred
     crop = zoned(crop, zone)
     subject_boxes = [box for _, box in subject if box is not None]
@@ -606,12 +616,10 @@ def _plan_aspect(
             return plan
     reason = _pad_reason(failed)
     out = (size.out_w, size.out_h)
-    for line, leaves_out in letterbox_lines(wider, out, regions, text_margin, subject_boxes):
-        # a region shorter than the whole subject (not only its held share) at too many keys is passed over
-        if (
-            reason == PAD_SUBJECT_TOO_BIG
-            and _too_big(segments_on(line, no_text), line, 1.0)[1] > params.pad_share * keys
-        ):
+    for line, leaves_out in letterbox_lines(wider, shorter, out, regions, text_margin, subject_boxes):
+        # a region shorter than the whole subject (not only its held share) at too many keys is passed over,
+        # whatever the reason: a letterbox shows the product whole
+        if _too_big(segments_on(line, no_text), line, 1.0)[1] > params.pad_share * keys:
             continue  # a region the subject does not fit either
         padded = _plan_line(
             line, segments_on(line, every_text, params.zoom_margin), params, params.subject_miss

@@ -152,8 +152,3 @@ class SilhouetteSource:
             rings = self._rings[grey.shape[:2]] = _rings(self._silhouette, *grey.shape[:2])
         return _standing_out(rings, grey, scale)
 
-
-#: a blob of the product's colours is the product when its pixels, scaled to LOOK_SIDE a side, correlate with
-#: the product's own by at least LOOK_NCC (colour channels together, over the product's pixels): the colours
-#: of a red apple are a face's, a brick wall's and a red sign's too, but its shading is not: such blobs correlate
-#: less than LOOK_NCC with the apple's own pixels, the apple's own blobs mostly well above it

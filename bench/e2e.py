@@ -236,7 +236,9 @@ def children_usage() -> resource.struct_rusage:
 def run_reelgen(
     catalog: Path, out: Path, state: Path
 ) -> tuple[float, float, dict[str, dict[str, float]], dict[str, float], DaemonUsage | None]:
-    settings = load_settings(out=str(out), state_dir=state, codec_threads=CODEC_THREADS)
+    # every item does its own work: the steady and scaling rounds repeat the catalog's videos under new ids,
+    # which shared work (workers/sharing.py, measured by bench/shared.py) would copy instead of rendering
+    settings = load_settings(out=str(out), state_dir=state, codec_threads=CODEC_THREADS, share_work=False)
     before, cpu0 = children_usage(), time.process_time()
     peaks = PeakRss()
     peaks.start()

@@ -221,6 +221,11 @@ class Settings(BaseSettings):
     max_in_flight: int = Field(default=64, ge=1)
     task_time_limit_s: int = Field(default=1800, ge=10)
     task_retries: int = Field(default=3, ge=0)
+    share_work: bool = Field(
+        default=True,
+        description="a job's items with the same video, main image, title, description and output settings are "
+        "analysed and rendered once; the others get copies of the clips (workers/sharing.py)",
+    )
 
     # --- catalog operations
     lease_s: int = Field(

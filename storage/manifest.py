@@ -9,7 +9,7 @@ from typing import Any
 
 from storage.store import ObjectStore
 
-MANIFEST_VERSION = 3
+MANIFEST_VERSION = 4
 MANIFEST_NAME = "manifest.json"
 
 
@@ -124,6 +124,9 @@ class ItemManifest:
     config_hash: str
     scorer: str
     versions: dict[str, str]
+    #: the item whose clips this one's are copies of (its `item_id`, `job_id`): the same video, main image, title,
+    #: description and output settings (workers/sharing.py); None for an item analysed and rendered itself
+    reused_from: dict[str, str] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return dict(asdict(self), manifest_version=MANIFEST_VERSION)

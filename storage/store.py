@@ -43,6 +43,11 @@ class ObjectStore(Protocol):
         """Keys that start with prefix."""
         ...
 
+    def copy(self, source: str, key: str) -> None:
+        """Copy the object at source to key inside the store, without the bytes passing through this process
+        where the backend allows (a hard link, an S3 server-side copy)."""
+        ...
+
 
 def process_tag() -> str:
     """This process on this host, as temporary names carry it: <host hash>.<pid>."""
@@ -135,6 +140,24 @@ class LocalStore:
             self._path(key).unlink(missing_ok=True)
         except OSError as exc:
             raise StorageError(f"cannot delete {self._path(key)}: {exc}") from exc
+
+    def copy(self, source: str, key: str) -> None:
+        src, target = self._path(source), self._path(key)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = target.parent / f".tmp-{process_tag()}-{os.urandom(4).hex()}"
+            try:
+                # a hard link under a temporary name, then renamed over the target: atomic, and the two names
+                # stay apart when either is written again (a write replaces its file, never edits it)
+                os.link(src, tmp)
+                os.replace(tmp, target)
+                return
+            except OSError:
+                tmp.unlink(missing_ok=True)
+        except OSError as exc:
+            raise StorageError(f"cannot copy {src} to {target}: {exc}") from exc
+        # another file system, or one without hard links: the bytes are copied
+        self.put_file(key, src, "application/octet-stream")
 
     def list(self, prefix: str) -> Iterator[str]:
         base = self.root_path

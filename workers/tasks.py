@@ -44,7 +44,7 @@ from monitoring.metrics import count_item, observe_stage
 from storage.cache import NodeCache
 from storage.fetch import Fetcher
 from storage.store import ObjectStore, open_store
-from workers import pipeline
+from workers import pipeline, sharing
 from workers.fanin import SegmentResults
 from workers.media.render import EncodeOptions
 from workers.media.sound import sound_options
@@ -145,6 +145,7 @@ def _guarded(
     item_id: str,
     token: int | None,
     stage: Callable[[WorkerContext, CatalogEntry], T],
+    work: str | None = None,
 ) -> T:
     with log_context(job_id=job_id, item_id=item_id):
         ctx = context()
@@ -172,7 +173,7 @@ def _guarded(
             record = ctx.ledger.item(job_id, item_id)
             if record is None:
                 raise Ignore()  # settled or cancelled since the task began
-            return _run_stage(task, job_id, CatalogEntry.from_dict(record["entry"]), stage, ctx)
+            return _run_stage(task, job_id, CatalogEntry.from_dict(record["entry"]), stage, ctx, work)
         except Retry:
             retried = True
             raise
@@ -189,6 +190,7 @@ def _run_stage(
     entry: CatalogEntry,
     stage: Callable[[WorkerContext, CatalogEntry], T],
     ctx: WorkerContext,
+    work: str | None = None,
 ) -> T:
     cpu0, wall0 = time.process_time(), time.perf_counter()
     try:
@@ -204,7 +206,8 @@ def _run_stage(
         # the ledger's Redis is away (a restart): nothing is wrong with the item, so never fail it for this;
         # the broker redelivers the task, or the lease reaper re-dispatches the item
         log.warning("item %s: Redis unavailable in %s (%s); retrying", entry.item_id, task.name, exc)
-        raise task.retry(exc=exc, countdown=5, max_retries=None) from exc
+        # one more retry each time: Celery's max_retries=None means the task's default (3), not unbounded
+        raise task.retry(exc=exc, countdown=5, max_retries=task.request.retries + 1) from exc
     except SoftTimeLimitExceeded:
         error: ReelgenError = ItemTimeout(f"{task.name} ran past its soft time limit")
     except ReelgenError as exc:
@@ -217,6 +220,9 @@ def _run_stage(
         error = InternalError(f"{type(exc).__name__}: {exc}")
     name = type(error).__name__
     log.warning("item %s failed: %s: %s", entry.item_id, name, error)
+    if work is not None:
+        # the items waiting for this one's work take it up themselves
+        ctx.ledger.release_shared(job_id, work, entry.item_id)
     if ctx.ledger.fail(job_id, entry.item_id, name, str(error)):
         count_item("failed", name)
     raise Ignore()
@@ -225,6 +231,21 @@ def _run_stage(
 def _item_id(state: dict[str, Any]) -> str:
     # a message published by an earlier version carries the whole entry instead of the item's id
     return str(state["item_id"] if "item_id" in state else state["entry"]["item_id"])
+
+
+def _shared_work(ctx: WorkerContext, entry: CatalogEntry, config: OutputConfig) -> str:
+    """The item's shared work (workers.sharing.work_key), from its video and main image as fetched."""
+    with ctx.fetcher.local_path(entry.video) as video:
+        if not entry.image:
+            return sharing.work_key(video, None, entry, config.config_hash)
+        with ctx.fetcher.local_path(entry.image) as image:
+            return sharing.work_key(video, image, entry, config.config_hash)
+
+
+def _renew_lead(ctx: WorkerContext, job_id: str, item_id: str, work: str | None) -> None:
+    """Keep the lead of the item's shared work over its stages (the lease's length from each)."""
+    if work is not None:
+        ctx.ledger.lead_shared(job_id, work, item_id, ctx.settings.lease_s)
 
 
 @app.task(bind=True, name=PREPARE_TASK, acks_late=True)
@@ -240,6 +261,24 @@ def prepare(self: Task, job_id: str, item: str | dict[str, Any], token: int | No
     def run(ctx: WorkerContext, entry: CatalogEntry) -> None:
         config = ctx.config(job_id)
         info, segments = pipeline.plan_sampling(entry, ctx.fetcher, ctx.settings, config.sample_fps)
+        work = _shared_work(ctx, entry, config) if ctx.settings.share_work else None
+        if work is not None:
+            kind, other = ctx.ledger.lead_shared(job_id, work, item_id, ctx.settings.lease_s)
+            if kind == "done" and other != item_id:
+                out = ctx.store(config.out)
+                sharing.reuse(out, other, entry, job_id, pipeline.manifest_uri(entry.video))
+                if ctx.ledger.finish(job_id, item_id):
+                    count_item("done")
+                log.info(
+                    "item %s done: the clips of %s, which has the same video and settings", item_id, other
+                )
+                return
+            if kind == "wait" and self.request.retries < sharing.waits(ctx.settings.lease_s):
+                # one more retry each time (Celery's max_retries=None means the task's default, not unbounded)
+                retries = self.request.retries
+                raise self.retry(countdown=sharing.wait_s(retries), max_retries=retries + 1)
+            if kind == "wait":
+                work = None  # waited a lease's length for a lead that never finished: the item does it alone
         ctx.segments.reset(job_id, item_id, token)
         state = {
             "job_id": job_id,
@@ -248,6 +287,7 @@ def prepare(self: Task, job_id: str, item: str | dict[str, Any], token: int | No
             "first_at": time.time(),
             "segments": len(segments),
             "token": token,
+            "work": work,
         }
         for segment in segments:
             sample_segment.apply_async((state, segment_to_json(segment)), priority=PRIORITY_SAMPLE)
@@ -275,7 +315,7 @@ def sample_segment(self: Task, state: dict[str, Any], segment_json: dict[str, An
         if ctx.segments.store(job_id, entry.item_id, token, segment.index, state["segments"], result):
             select.apply_async((state,), priority=PRIORITY_SELECT)
 
-    _guarded(self, job_id, _item_id(state), token, run)
+    _guarded(self, job_id, _item_id(state), token, run, state.get("work"))
 
 
 @app.task(bind=True, name=SELECT_TASK, acks_late=True)
@@ -283,6 +323,7 @@ def select(self: Task, state: dict[str, Any]) -> None:
     job_id, token = state["job_id"], state.get("token")
 
     def run(ctx: WorkerContext, entry: CatalogEntry) -> None:
+        _renew_lead(ctx, job_id, entry.item_id, state.get("work"))
         results = ctx.segments.collect(job_id, entry.item_id, token)
         samples = samples_from_json(results)
         info, config = info_from_json(state["info"]), ctx.config(job_id)
@@ -294,7 +335,7 @@ def select(self: Task, state: dict[str, Any]) -> None:
         render.apply_async((dict(state, analysis=analysis_to_json(analysis)),), priority=PRIORITY_RENDER)
         ctx.segments.clear(job_id, entry.item_id, token)
 
-    _guarded(self, job_id, _item_id(state), token, run)
+    _guarded(self, job_id, _item_id(state), token, run, state.get("work"))
 
 
 @app.task(bind=True, name=RENDER_TASK, acks_late=True)
@@ -303,6 +344,8 @@ def render(self: Task, state: dict[str, Any]) -> None:
 
     def run(ctx: WorkerContext, entry: CatalogEntry) -> None:
         config = ctx.config(job_id)
+        work = state.get("work")
+        _renew_lead(ctx, job_id, entry.item_id, work)
         pipeline.render_and_publish(
             entry,
             info_from_json(state["info"]),
@@ -315,8 +358,10 @@ def render(self: Task, state: dict[str, Any]) -> None:
             work_dir=ctx.work_dir,
             job_id=job_id,
         )
+        if work is not None:
+            ctx.ledger.shared_done(job_id, work, entry.item_id, sharing.DONE_KEPT_S)
         if ctx.ledger.finish(job_id, entry.item_id):
             count_item("done")
 
-    _guarded(self, job_id, item_id, state.get("token"), run)
+    _guarded(self, job_id, item_id, state.get("token"), run, state.get("work"))
     log.info("item %s done (pid %d)", item_id, os.getpid())

@@ -63,6 +63,10 @@ class JobKeys:
     def claims(self) -> str:
         return f"{self.job}:claims"
 
+    def shared(self, work: str) -> list[str]:
+        """A shared work's keys (workers/sharing.py): which item did it, and which item is doing it."""
+        return [f"{self.job}:shared:{work}:done", f"{self.job}:shared:{work}:lead"]
+
     def segments(self, item_id: str, token: int | None = None) -> str:
         """One dispatch's segment results: a superseded attempt's late results never join a newer one's."""
         suffix = "" if token is None else f":{token}"

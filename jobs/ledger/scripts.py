@@ -50,6 +50,9 @@ class Scripts:
     beat: Script
     lost: Script
     forget: Script
+    share_lead: Script
+    share_done: Script
+    share_release: Script
 
     @classmethod
     def register(cls, client: redis.Redis) -> Scripts:

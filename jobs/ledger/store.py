@@ -332,6 +332,20 @@ class Ledger:
         raw = self.redis.hget(JobKeys.of(job_id).inflight, item_id)
         return json.loads(raw) if raw is not None else None
 
+    # --- work shared between items (workers/sharing.py)
+
+    def lead_shared(self, job_id: str, work: str, item_id: str, lead_s: int) -> tuple[str, str]:
+        """("done", the item that did the work), ("lead", item_id) where this item now does it (the lead
+        renewed for lead_s), or ("wait", the item doing it)."""
+        kind, item = self.scripts.share_lead(keys=JobKeys.of(job_id).shared(work), args=[item_id, lead_s])
+        return as_text(kind), as_text(item)
+
+    def shared_done(self, job_id: str, work: str, item_id: str, keep_s: int) -> None:
+        self.scripts.share_done(keys=JobKeys.of(job_id).shared(work), args=[item_id, keep_s])
+
+    def release_shared(self, job_id: str, work: str, item_id: str) -> None:
+        self.scripts.share_release(keys=JobKeys.of(job_id).shared(work)[1:], args=[item_id])
+
     def finish(self, job_id: str, item_id: str) -> bool:
         return bool(self.scripts.settle(keys=JobKeys.of(job_id).settle, args=[item_id, "done", "", ""]))
 

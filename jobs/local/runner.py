@@ -68,6 +68,8 @@ def worker_env(settings: Settings, redis_url: str) -> dict[str, str]:
         REELGEN_CODEC_THREADS=str(settings.threads_per_worker),
         REELGEN_DAEMON__SOCKET_PATH=str(settings.daemon_socket.resolve()),
         REELGEN_PARENT_PID=str(os.getpid()),
+        # a run's own choice (bench/e2e.py turns it off), not only the environment's
+        REELGEN_SHARE_WORK=str(settings.share_work).lower(),
     )
     return env
 

@@ -193,3 +193,33 @@ def test_items_in_flight_are_counted_per_stage_until_they_leave(redis_client: re
     ledger.control(job, JobAction.CANCEL)
     assert ledger.in_flight_by_stage(job) == {"queued": 0}
     assert not redis_client.exists(f"{ledger.job_key(job)}:at")
+
+
+def test_shared_work_is_led_by_one_item_waited_for_then_reused(redis_client: redis.Redis) -> None:
+    ledger = Ledger(redis_client)
+    job = _job(ledger)
+    assert ledger.lead_shared(job, "w", "red", 60) == ("lead", "red")
+    assert ledger.lead_shared(job, "w", "blue", 60) == ("wait", "red")
+    # the leader asks again at each of its stages (or after its worker was lost): still its own
+    assert ledger.lead_shared(job, "w", "red", 60) == ("lead", "red")
+    ledger.shared_done(job, "w", "red", 3600)
+    assert ledger.lead_shared(job, "w", "blue", 60) == ("done", "red")
+    # another work, another job: their own
+    assert ledger.lead_shared(job, "v", "blue", 60) == ("lead", "blue")
+    assert ledger.lead_shared(_job(ledger), "w", "blue", 60) == ("lead", "blue")
+
+
+def test_a_failed_or_lost_lead_passes_to_an_item_waiting(redis_client: redis.Redis) -> None:
+    ledger = Ledger(redis_client)
+    job = _job(ledger)
+    assert ledger.lead_shared(job, "w", "red", 60) == ("lead", "red")
+    ledger.release_shared(job, "w", "blue")  # not its lead: nothing changes
+    assert ledger.lead_shared(job, "w", "blue", 60) == ("wait", "red")
+    ledger.release_shared(job, "w", "red")  # red failed
+    assert ledger.lead_shared(job, "w", "blue", 1) == ("lead", "blue")
+    # a lead whose worker was lost lapses with its time
+    time.sleep(1.2)
+    assert ledger.lead_shared(job, "w", "green", 60) == ("lead", "green")
+    # a lead that lapsed and was taken is not given up by its first holder finishing late
+    ledger.shared_done(job, "w", "blue", 3600)
+    assert ledger.lead_shared(job, "w", "green", 60) == ("done", "blue")

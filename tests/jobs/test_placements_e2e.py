@@ -54,7 +54,7 @@ def out(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_every_presets_clip_is_at_its_size_or_at_its_upscale_limit(out: Path) -> None:
     for item_id in SOURCES:
         manifest = json.loads((out / item_id / "manifest.json").read_text())
-        assert manifest["manifest_version"] == 3
+        assert manifest["manifest_version"] == 4
         assert [o["placement"]["name"] for o in manifest["outputs"]] == list(PRESETS)  # no aspects' clips
         for output in manifest["outputs"]:
             preset = PRESETS[output["placement"]["name"]]

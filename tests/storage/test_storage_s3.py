@@ -114,6 +114,21 @@ def test_small_file_goes_up_in_one_request(client: Any, bucket: str, tmp_path: P
     assert head["ChecksumSHA256"] == _sha256_b64(b"0123456789")
 
 
+def test_copy_is_server_side_and_whole_in_parts_too(client: Any, bucket: str, tmp_path: Path) -> None:
+    store = S3Store(bucket, "p", client=client, multipart_threshold=5 * MiB)
+    small, large = os.urandom(1000), os.urandom(11 * MiB)
+    store.put_bytes("a/9x16.jpg", small, "image/jpeg")
+    (tmp_path / "big.mp4").write_bytes(large)
+    store.put_file("a/9x16.mp4", tmp_path / "big.mp4", "video/mp4")
+    store.copy("a/9x16.jpg", "b/9x16.jpg")
+    store.copy("a/9x16.mp4", "b/9x16.mp4")
+    assert store.get_bytes("b/9x16.jpg") == small and store.get_bytes("b/9x16.mp4") == large
+    # the source stays; a missing one is a storage error, named with both places
+    assert store.get_bytes("a/9x16.mp4") == large
+    with pytest.raises(StorageError, match=r"cannot copy .*a/missing\.mp4 to .*b/missing\.mp4"):
+        store.copy("a/missing.mp4", "b/missing.mp4")
+
+
 def test_threshold_below_s3_part_minimum_is_refused(client: Any, bucket: str) -> None:
     with pytest.raises(StorageError, match="5 MiB"):
         S3Store(bucket, "p", client=client, multipart_threshold=MiB)

@@ -20,8 +20,8 @@ from gpu_service.local import LocalInference
 from gpu_service.priority import PriorityKey
 from tests.support.placements import read_rgb
 from workers.analysis.windows import Window
-from workers.framing.letterbox import FILL, fill, narrowed, region_size
-from workers.framing.planner import PAD_SUBJECT_TOO_BIG, TEXT_LEFT_OUT, plan_framing
+from workers.framing.letterbox import FILL, TEXT_LEFT_OUT, fill, narrowed, region_size
+from workers.framing.planner import PAD_SUBJECT_TOO_BIG, plan_framing
 from workers.geometry import Box, CropLine, aspect_size, iou
 from workers.media.video import VideoSource
 from workers.pipeline import Analysis, Decoding, frame_window

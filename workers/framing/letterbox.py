@@ -27,6 +27,9 @@ from collections.abc import Sequence
 from workers.geometry import Box, CropLine, even_down, even_up
 from workers.text.regions import text_clearance
 
+#: what a letterbox that leaves text beside the product out adds to its reason
+TEXT_LEFT_OUT = "text beside the product left out to show the product large"
+
 #: of the size fitting the product alone to the clip would give, the share a letterboxed clip shows it at, at
 #: least, before text beside it is left out: an ads team's rule of thumb that the product reads as the subject,
 #: not a detail of its surroundings

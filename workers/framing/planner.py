@@ -35,7 +35,7 @@ from workers.framing.crop_paths import (
     route_positions,
     route_segment,
 )
-from workers.framing.letterbox import letterbox_lines
+from workers.framing.letterbox import TEXT_LEFT_OUT, letterbox_lines
 from workers.framing.picture_area import PictureFrame
 from workers.framing.safe_zone import inset_grown, zoned
 from workers.framing.title_safe import title_safe_share
@@ -60,8 +60,6 @@ PAD_SUBJECT_TOO_BIG = "the subject is larger than the crop"
 PAD_TEXT_AND_SUBJECT = "text and subject cannot be separated"
 PAD_NO_TEXT_SAFE_CROP = "every crop of this aspect cuts text"
 PAD_REASONS = (PAD_SUBJECT_TOO_BIG, PAD_TEXT_AND_SUBJECT, PAD_NO_TEXT_SAFE_CROP)
-#: what a letterbox that leaves text beside the product out adds to its reason
-TEXT_LEFT_OUT = "text beside the product left out to show the product large"
 
 
 @dataclass(frozen=True)
@@ -150,11 +148,10 @@ def _candidates(
     # below the crop, steps of the same share of the crop's own length
     least, down = min(params.zooms, default=1.0), first.crop / params.pad_steps
     shorter = sorted({even(first.crop - k * down) for k in range(int(first.crop * (1 - least) / down) + 1)})
-
-    def spanning(n: int) -> CropLine:
-        return CropLine(first.axis, first.length, first.perp, n, 0, first.perp)
-
-    return first, [spanning(n) for n in lengths], [spanning(n) for n in shorter if n > 0]
+    spanning = [
+        CropLine(first.axis, first.length, first.perp, n, 0, first.perp) for n in (*lengths, *shorter)
+    ]
+    return first, spanning[: len(lengths)], [line for line in spanning[len(lengths) :] if line.crop > 0]
 
 
 def _grown(box: Box, share: float, line: CropLine) -> Box:

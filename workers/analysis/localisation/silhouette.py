@@ -151,4 +151,3 @@ class SilhouetteSource:
         if rings is None:
             rings = self._rings[grey.shape[:2]] = _rings(self._silhouette, *grey.shape[:2])
         return _standing_out(rings, grey, scale)
-

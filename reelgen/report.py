@@ -323,6 +323,13 @@ def _item_section(
         f"<p>status {_text(manifest.get('status'))}; window {start:.2f}–{end:.2f} s, "
         f"score {_text(window.get('score', '?'))}; {_sound(manifest.get('audio'))}</p>"
     )
+    reused = manifest.get("reused_from")
+    if isinstance(reused, dict):
+        source = _text(reused.get("item_id", "?"))
+        parts.append(
+            f"<p class='reused'>clips copied from <a href='#{source}'>{source}</a>: the same video, main image, "
+            "title, description and settings</p>"
+        )
     outputs = list(manifest.get("outputs") or [])
     if outputs:
         parts.append(_clips_html(item_id, outputs, dest, out))

@@ -187,6 +187,15 @@ def test_the_page_shows_the_run_then_each_clip_playable_with_its_poster(report: 
     assert page.count("; no sound</p>") == 1  # sku-c: a source without a sound track
 
 
+def test_an_item_whose_clips_are_another_items_says_whose(out: Path) -> None:
+    manifests = load_manifests(out)
+    for m in manifests:
+        if m["item_id"] == "sku-b":
+            m["reused_from"] = {"item_id": "sku-a", "job_id": "20261125-120000-abcdef"}
+    page = write_report(manifests, out / REPORT_FOLDER, out=out).read_text()
+    assert page.count("clips copied from <a href='#sku-a'>sku-a</a>") == 1
+
+
 def test_the_report_lies_where_no_item_can(report: Path, out: Path) -> None:
     assert report == out / "_reelgen" / "report" / "index.html"
     assert sorted(list_item_ids(LocalStore(out))) == ["sku-a", "sku-b", "sku-c"]

@@ -325,9 +325,9 @@ def _item_section(
     )
     reused = manifest.get("reused_from")
     if isinstance(reused, dict):
-        source = _text(reused.get("item_id", "?"))
+        whose = _text(reused.get("item_id", "?"))
         parts.append(
-            f"<p class='reused'>clips copied from <a href='#{source}'>{source}</a>: the same video, main image, "
+            f"<p class='reused'>clips copied from <a href='#{whose}'>{whose}</a>: the same video, main image, "
             "title, description and settings</p>"
         )
     outputs = list(manifest.get("outputs") or [])

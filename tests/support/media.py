@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import struct
 import zlib
+from contextlib import AbstractContextManager, nullcontext
 from fractions import Fraction
 from pathlib import Path
 
@@ -126,3 +127,25 @@ def write_png_header(path: Path, width: int, height: int) -> Path:
     body = chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"\0" * 64)) + chunk(b"IEND", b"")
     path.write_bytes(b"\x89PNG\r\n\x1a\n" + body)
     return path
+
+
+def write_rgb_video(path: Path, frames: list[np.ndarray], fps: int) -> Path:
+    """An H.264 MP4 (no sound) of RGB frames, all of the first one's size, one per tick at fps."""
+    height, width = frames[0].shape[:2]
+    with av.open(str(path), "w", format="mp4") as container:
+        stream = container.add_stream("libx264", rate=fps)
+        stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
+        stream.time_base = Fraction(1, fps)
+        for k, rgb in enumerate(frames):
+            frame = av.VideoFrame.from_ndarray(rgb, format="rgb24")
+            frame.pts = k
+            container.mux(stream.encode(frame))
+        container.mux(stream.encode(None))
+    return path
+
+
+class LocalOpener:
+    """A source opener for local paths as given (pipeline.SourceOpener without a fetcher)."""
+
+    def local_path(self, uri: str) -> AbstractContextManager[Path]:
+        return nullcontext(Path(uri))

@@ -4,8 +4,6 @@ shown at least FILL of its fitted size, and is otherwise left out across the mov
 from __future__ import annotations
 
 import itertools
-from contextlib import AbstractContextManager, nullcontext
-from fractions import Fraction
 from pathlib import Path
 
 import av
@@ -18,6 +16,7 @@ from core.settings import load_settings
 from devtools.real_media import kivy_city, skimage_motorcycle
 from gpu_service.local import LocalInference
 from gpu_service.priority import PriorityKey
+from tests.support.media import LocalOpener, write_rgb_video
 from tests.support.placements import read_rgb
 from workers.analysis.windows import Window
 from workers.framing.letterbox import FILL, TEXT_LEFT_OUT, fill, narrowed, region_size
@@ -132,35 +131,17 @@ def _street_with_bike() -> list[np.ndarray]:
     return frames
 
 
-def _mp4(path: Path, frames: list[np.ndarray]) -> Path:
-    with av.open(str(path), "w", format="mp4") as container:
-        stream = container.add_stream("libx264", rate=FPS)
-        stream.width, stream.height, stream.pix_fmt = SIDE_W, SIDE_H, "yuv420p"
-        stream.time_base = Fraction(1, FPS)
-        for k, rgb in enumerate(frames):
-            frame = av.VideoFrame.from_ndarray(rgb, format="rgb24")
-            frame.pts = k
-            container.mux(stream.encode(frame))
-        container.mux(stream.encode(None))
-    return path
-
-
-class _Local:
-    def local_path(self, uri: str) -> AbstractContextManager[Path]:
-        return nullcontext(Path(uri))
-
-
 def test_on_real_footage_a_product_wider_than_the_9_16_crop_is_shown_large_past_a_price_line(
     tmp_path: Path,
 ) -> None:
-    video = _mp4(tmp_path / "bike.mp4", _street_with_bike())
+    video = write_rgb_video(tmp_path / "bike.mp4", _street_with_bike(), FPS)
     settings = load_settings()
     with VideoSource(video) as source:
         info = source.info
     entry = CatalogEntry(item_id="bike", video=str(video), image="", title="", description="")
     located = Analysis(Window(0.5, 5.5, 1.0), [], [], [(0.25 + k / 2, *BIKE_BOX) for k in range(11)])
     framed = frame_window(
-        entry, info, located, _Local(), LocalInference(), PriorityKey(0.0, 0.0), settings.output_config(),
+        entry, info, located, LocalOpener(), LocalInference(), PriorityKey(0.0, 0.0), settings.output_config(),
         Decoding.from_settings(settings),
     )  # fmt: skip
     # the detector read the price line

@@ -4,11 +4,8 @@ cropped past them, while a caption in the same place still letterboxes it."""
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager, nullcontext
-from fractions import Fraction
 from pathlib import Path
 
-import av
 import numpy as np
 import pytest
 
@@ -17,6 +14,7 @@ from core.settings import load_settings
 from gpu_service.local import LocalInference
 from gpu_service.models.text_strip import STRIP_HEIGHT
 from gpu_service.priority import PriorityKey
+from tests.support.media import LocalOpener, write_rgb_video
 from tests.support.portrait import CAPTION, SIDE, portrait
 from workers.analysis.windows import Window
 from workers.framing.planner import PAD_TEXT_AND_SUBJECT
@@ -60,24 +58,6 @@ def test_a_strip_is_the_recognisers_size_and_a_long_line_is_read_from_its_start(
     assert long.shape[1] == STRIP_WIDTH and long[:, :236].min() == 255 and long[:, 244:].max() == 0
 
 
-def _video(path: Path, frames: list[np.ndarray], fps: int = 24) -> Path:
-    with av.open(str(path), "w", format="mp4") as container:
-        stream = container.add_stream("libx264", rate=fps)
-        stream.width, stream.height, stream.pix_fmt = SIDE, SIDE, "yuv420p"
-        stream.time_base = Fraction(1, fps)
-        for k, rgb in enumerate(frames):
-            frame = av.VideoFrame.from_ndarray(rgb, format="rgb24")
-            frame.pts = k
-            container.mux(stream.encode(frame))
-        container.mux(stream.encode(None))
-    return path
-
-
-class _Local:
-    def local_path(self, uri: str) -> AbstractContextManager[Path]:
-        return nullcontext(Path(uri))
-
-
 #: a product beside her face, too tall for a 16:9 crop to hold it whole and pass her eye or the caption
 PRODUCT = (350.0, 230.0, 660.0, 600.0)
 
@@ -89,13 +69,15 @@ def _framed(model: LocalInference, video: Path) -> Analysis:
         info = source.info
     entry = CatalogEntry(item_id="portrait", video=str(video), image="", title="", description="")
     located = Analysis(Window(0.6, 5.6, 1.0), [], [], [(0.1 + k / 2, *PRODUCT) for k in range(12)])
-    return frame_window(entry, info, located, _Local(), model, KEY, config, Decoding.from_settings(settings))
+    return frame_window(
+        entry, info, located, LocalOpener(), model, KEY, config, Decoding.from_settings(settings)
+    )
 
 
 def test_a_clip_letterboxed_only_for_a_face_taken_for_text_is_cropped_past_it(
     model: LocalInference, tmp_path: Path
 ) -> None:
-    framed = _framed(model, _video(tmp_path / "face.mp4", portrait(9.0, 15.0)))
+    framed = _framed(model, write_rgb_video(tmp_path / "face.mp4", portrait(9.0, 15.0), 24))
     # her eye and teeth are text regions of the window, not read as text; the 16:9 crop passes them
     assert framed.unread_text_boxes and all(
         any(iou(u, b) > 0.5 for b in framed.text_boxes) for u in framed.unread_text_boxes
@@ -104,6 +86,8 @@ def test_a_clip_letterboxed_only_for_a_face_taken_for_text_is_cropped_past_it(
     assert not framed.padded["16:9"] and "16:9" not in framed.padded_reason
 
     # a caption on the wall beside her reads as text: with it the 16:9 clip stays letterboxed
-    captioned = _framed(model, _video(tmp_path / "caption.mp4", portrait(9.0, 15.0, caption=True)))
+    captioned = _framed(
+        model, write_rgb_video(tmp_path / "caption.mp4", portrait(9.0, 15.0, caption=True), 24)
+    )
     assert captioned.padded["16:9"] and captioned.padded_reason["16:9"].startswith(PAD_TEXT_AND_SUBJECT)
     assert "16:9" not in captioned.past_unread_text

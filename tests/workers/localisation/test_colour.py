@@ -222,8 +222,8 @@ def _tilted_and_held(
     return frame, (float(x0), float(y0), float(x1), float(y1))
 
 
-def _tilted_whales(seed: int, light: tuple[float, float, float] = (1.0, 1.0, 1.0)) -> list[bool]:
-    """The teal whale, re-lit (a gain per channel), tilted far back, turned and half covered over 8 street
+def _tilted_whales(seed: int) -> list[bool]:
+    """The teal whale tilted far back, turned and half covered over 8 street
     frames (_tilted_and_held), located against its cut: whether each placement's box is on it (none may box
     anything else), after checking that nothing is boxed on the streets without it."""
     _, whale, ellipse = _whale()
@@ -233,34 +233,18 @@ def _tilted_whales(seed: int, light: tuple[float, float, float] = (1.0, 1.0, 1.0
     assert all(locator.locate(street, FRAME).box is None for street in streets)
     found = []
     for street in streets:
-        frame, truth = _tilted_and_held(
-            _relit(whale, light), ellipse, street, rng, rng.uniform(0.3, 0.6) * FRAME[1]
-        )
+        frame, truth = _tilted_and_held(whale, ellipse, street, rng, rng.uniform(0.3, 0.6) * FRAME[1])
         box = locator.locate(frame, FRAME).box
         assert box is None or _inside(box, truth) >= 0.9, (truth, box)
         found.append(box is not None and _inside(truth, box) >= 0.4)
     return found
 
 
-def test_a_product_of_colours_unlike_skin_is_the_frames_one_blob_of_them_where_it_no_longer_looks_like_it() -> (
+def test_a_product_that_no_longer_looks_like_its_photo_is_boxed_where_it_still_does_and_nowhere_else() -> (
     None
 ):
     """The teal whale tilted far back, turned and half covered over a street: its pixels no longer correlate
-    with its photo's (LOOK_NCC) in half of these placements. Its colours are not skin's, the colours a hand or
-    a face would bring, and the one blob of them in the frame is the whale: boxed on it in every placement
-    (4 of 8 by its look alone), and nothing is boxed on the street without it."""
+    with its photo's (LOOK_NCC) in half of these placements. It is boxed where they still do (4 of 8), never
+    off it, and nothing is boxed on the street without it."""
     found = _tilted_whales(0)
-    assert sum(found) >= 7, found
-
-
-@pytest.mark.parametrize("cast", [(0.85, 1.2, 0.85), (0.9, 1.2, 0.8), (0.8, 1.2, 0.9), (0.8, 1.15, 0.8)])
-def test_a_product_unlike_skin_lit_apart_from_its_scene_is_found_under_a_strong_green_cast(
-    cast: tuple[float, float, float],
-) -> None:
-    """The teal whale under a green cast stronger than any of STRONG_LIGHTS (red and blue 0.67-0.75 of green,
-    as an uncorrected fluorescent light gives), turned, tilted back and half covered over a street: its hues
-    are green, not its photo's teal, and it looks too little like its photo for STRONG_NCC. The one blob of its
-    colours under a green cast is the whale: boxed on it in 6 to 8 of 8 placements (none without the casts),
-    and nothing is boxed on the street without it."""
-    found = _tilted_whales(2, cast)
-    assert sum(found) >= 6, found
+    assert sum(found) >= 3, found

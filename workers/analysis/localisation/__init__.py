@@ -18,14 +18,12 @@ signs: a blob counts where its pixels look like the product's (LOOK_NCC). It gro
 that makes it look more like the product (a blob often holds only the lit side), and keeps to its strongly matching
 core where a hand of the same hues has joined it. A plain product under another light than its photo's has other
 hues: where its colours as photographed find nothing, they are tried under warmer, cooler, greener and redder light
-(LIGHTS), then under each of a few stronger lights alone (STRONG_LIGHTS); taken from the start, the other lights'
-blobs would run into the background. For a product whose colours are not skin's (a hand or a face brings a second
-blob of skin's hues), the frame's one blob of its colours is the product where it holds nearly all of them
-(DISTINCT_SHARE), and where no blob is alone, the one blob under a few strong green casts (CAST_LIGHTS). A plain
-grey or dark product has only its outline: it is found where the pixels inside its silhouette stand out from those
-round it, also where it runs a little past the frame's edge, and not in a busy scene, where many things stand out as
-much. A photo of the product among other things is found whole in no frame: where a run of samples finds nothing,
-each of its parts is looked for on its own, and the part found in the most samples (at least three) is the product.
+(LIGHTS); searched under stronger lights one by one, or as the frame's one blob of its colours, it gave more
+boxes but few that held it. A plain grey or dark product has only its outline: it is found where the pixels inside
+its silhouette stand out from those round it, also where it runs a little past the frame's edge, and not in a busy
+scene, where many things stand out as much. A photo of the product among other things is found whole in no frame: where a run of samples finds nothing,
+each of its parts is looked for on its own, and the part found in the most samples (AGREEING_SAMPLES at
+least) is the product.
 
 Each source's raw confidence measures something of its own; calibration maps each onto one scale, the probability
 that its box is the product (a logistic curve per source, fitted by bench/calibrate.py on the quality set's tuning

@@ -6,6 +6,8 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
+from workers.analysis.localisation.common import SEGMENT_SIDE
+
 
 def foreground(image: np.ndarray) -> np.ndarray:
     """The main image's product pixels: those unlike its studio background, or every pixel when the border is
@@ -52,9 +54,8 @@ def _backdrop(image: np.ndarray, edge: np.ndarray) -> np.ndarray:
     return np.asarray(terms @ fit, np.float32)
 
 
-#: a photo to its edges is cut by GrabCut at this long side, from a rectangle this share of it in from every
+#: a photo to its edges is cut by GrabCut at SEGMENT_SIDE, from a rectangle this share of it in from every
 #: edge (what the photo is of is inside; its surroundings reach the edges)
-CUT_SIDE = 160
 CUT_INSET = 0.05
 #: a cut is clean, and its pixels the product's, when its largest part holds this share of it, is one solid
 #: blob (this share of its convex hull: a scene of many things, such as a toy among a shelf's things, cuts
@@ -68,7 +69,7 @@ CUT_AREA = (0.1, 0.9)
 def cut_out(image: np.ndarray) -> np.ndarray | None:
     """The product's pixels (0/255) in a photo that runs to its edges, where they cut out cleanly (GrabCut);
     None where they do not."""
-    scale = min(1.0, CUT_SIDE / max(image.shape[:2]))
+    scale = min(1.0, SEGMENT_SIDE / max(image.shape[:2]))
     small = cv2.resize(image, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA)
     h, w = small.shape[:2]
     inset = max(2, round(CUT_INSET * max(h, w)))

@@ -20,12 +20,10 @@ MIN_SATURATION = 40
 #: the lights (a gain per channel) a product's colours are also looked for under, where they are not found as its
 #: photo shows them: warmer and cooler (red against blue), greener and redder
 LIGHTS = tuple((warm, green, 1 / warm) for warm in (0.87, 1.0, 1.15) for green in (0.9, 1.0, 1.1))
-
-
-#: stronger lights, each looked for on its own (the union of their colours runs into the background: an apple's
-#: reds under every one of them are also a face's and a brick wall's), where LIGHTS find nothing: a teal toy in
-#: green or blue light. A blob found under one must look much like the product (STRONG_NCC): at LOOK_NCC, faces
-#: and walls of an apple's shifted hues pass for it
+#: stronger lights, each looked for on its own (the union of their colours runs into the background: a red
+#: product's under every one of them are also a face's and a brick wall's), where LIGHTS find nothing. A blob
+#: found under one must look much like the product (STRONG_NCC): at LOOK_NCC, faces and walls of its shifted
+#: hues pass for it. Blobs need no more pixels than the frame at STRONG_SCALE gives
 STRONG_LIGHTS = tuple(
     (warm, green, 1 / warm)
     for warm in (0.8, 1.0, 1.25)
@@ -34,11 +32,6 @@ STRONG_LIGHTS = tuple(
 )
 STRONG_NCC = 0.6
 STRONG_SCALE = 0.5
-#: green casts stronger still (green 1.4 times the other two channels together, from warmer to cooler), under
-#: which a product whose colours are not skin's is looked for as the frame's one blob of them: lit apart from its
-#: scene, a teal toy turns green and looks too little like its photo for STRONG_NCC. The strong lights are not
-#: searched for one blob so: under their shifts of hue a background (a purple sky) can be the frame's one blob
-CAST_LIGHTS = tuple((warm, 1.4, 1 / warm) for warm in (0.8, 0.9, 1.0, 1.12, 1.25))
 
 
 def _relit(image: np.ndarray, light: tuple[float, float, float]) -> np.ndarray:
@@ -68,21 +61,6 @@ BACKGROUND_SHARE = 0.6
 #: hues looks well above this, slices of faces and walls beside larger blobs below it
 LOOKED_BLOBS = 3
 LOOK_NCC_SMALLER = 0.7
-#: a product whose colours are not skin's is the frame's one blob of its colours where no blob of them looks like
-#: it: the largest holding this share of the frame's pixels of them, and correlating with the product's own
-#: pixels at least DISTINCT_NCC (not against them). Turned, tilted far back and half covered, a teal toy looks
-#: little like its photo even where its blob is the whole toy, hence the low correlation asked; a hand or a face
-#: is what brings a second blob of a product's hues into most frames, and for a product of skin's colours (an
-#: apple, an orange) its blob alone would be a face as often as the product
-DISTINCT_SHARE = 0.9
-DISTINCT_NCC = 0.1
-#: skin's range of chroma (Cr, Cb of YCrCb, 0-255), the classic rule of thumb for skin of every tone (Chai and
-#: Ngan, 1999); a product is unlike skin where at most SKIN_SHARE of its own pixels lie in it (an apple 0.6, an
-#: orange 0.39, a teal toy 0.0, a black car 0.03)
-SKIN_CR = (133, 173)
-SKIN_CB = (77, 127)
-SKIN_SHARE = 0.1
-
 #: a blob's core: its pixels whose colours match the product's histogram this strongly (of 255); a hand or a
 #: face of the product's hues joins its blob at the weaker levels, not at this one
 CORE_MATCH = 192
@@ -112,34 +90,6 @@ def _around_core(projected: np.ndarray, labels: np.ndarray, label: int, box: Box
     return (float(x0 + xs.start), float(y0 + ys.start), float(x0 + xs.stop), float(y0 + ys.stop))
 
 
-@dataclass(frozen=True)
-class _Matches:
-    """A frame's pixels of the product's colours (one histogram of them): the back-projection, smoothed, its
-    blobs (those at 96 or more: labels and stats as cv2.connectedComponentsWithStats gives them) and their
-    number of pixels."""
-
-    projected: np.ndarray
-    labels: np.ndarray
-    stats: np.ndarray
-    pixels: int
-
-
-def _matches(hsv: np.ndarray, hist: np.ndarray) -> _Matches:
-    projected = cv2.calcBackProject([hsv], [0, 1], hist, [0, 180, 0, 256], 1)
-    projected = cv2.GaussianBlur(projected, (0, 0), 2.0)
-    _, blob = cv2.threshold(projected, 96, 255, cv2.THRESH_BINARY)
-    _, labels, stats, _ = cv2.connectedComponentsWithStats(blob)
-    return _Matches(projected, labels, stats, int(np.count_nonzero(blob)))
-
-
-def _skin_share(image: np.ndarray, own: np.ndarray) -> float:
-    """The share of a product's own pixels (an RGB image's, where own is 255) in skin's range of chroma."""
-    ycrcb = cv2.cvtColor(image, cv2.COLOR_RGB2YCrCb)[own > 0]
-    cr, cb = ycrcb[:, 1], ycrcb[:, 2]
-    skin = (cr >= SKIN_CR[0]) & (cr <= SKIN_CR[1]) & (cb >= SKIN_CB[0]) & (cb <= SKIN_CB[1])
-    return float(skin.mean()) if len(skin) else 1.0
-
-
 def _look_of(image: np.ndarray, own: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The product's own pixels at LOOK_SIDE a side, and which of them are the product's."""
     bounds = own_bounds(own)
@@ -165,15 +115,35 @@ def _likeness(look: tuple[np.ndarray, np.ndarray], frame: np.ndarray, box: Box) 
 FAINT_MATCH = 64
 
 
+@dataclass(frozen=True)
+class _Matches:
+    """A frame's pixels of the product's colours (one histogram of them): the back-projection, smoothed, and its
+    blobs (those at 96 or more) and fainter regions (FAINT_MATCH or more), each as labels and stats as
+    cv2.connectedComponentsWithStats gives them (the fainter ones' stats only)."""
+
+    projected: np.ndarray
+    labels: np.ndarray
+    stats: np.ndarray
+    faint: np.ndarray
+
+
+def _matches(hsv: np.ndarray, hist: np.ndarray) -> _Matches:
+    projected = cv2.calcBackProject([hsv], [0, 1], hist, [0, 180, 0, 256], 1)
+    projected = cv2.GaussianBlur(projected, (0, 0), 2.0)
+    _, blob = cv2.threshold(projected, 96, 255, cv2.THRESH_BINARY)
+    _, labels, stats, _ = cv2.connectedComponentsWithStats(blob)
+    _, _, faint, _ = cv2.connectedComponentsWithStats((projected >= FAINT_MATCH).astype(np.uint8))
+    return _Matches(projected, labels, stats, faint)
+
+
 def _grown_to_look(
-    look: tuple[np.ndarray, np.ndarray], frame: np.ndarray, projected: np.ndarray, box: Box
+    look: tuple[np.ndarray, np.ndarray], frame: np.ndarray, faint: np.ndarray, box: Box
 ) -> tuple[Box, float]:
-    """The box grown over each region of fainter colour match that it touches, one at a time, where that
-    makes its pixels look more like the product's; with its likeness."""
+    """The box grown over each region of fainter colour match (faint: their stats) that it touches, one at a
+    time, where that makes its pixels look more like the product's; with its likeness."""
     likeness = _likeness(look, frame, box)
     most = 0.6 * frame.shape[0] * frame.shape[1]
-    _, _, stats, _ = cv2.connectedComponentsWithStats((projected >= FAINT_MATCH).astype(np.uint8))
-    for x, y, w, h, _ in stats[1:]:
+    for x, y, w, h, _ in faint[1:]:
         region = (float(x), float(y), float(x + w), float(y + h))
         if iou(region, box) == 0 or w * h > most:
             continue
@@ -188,7 +158,6 @@ class ColourSource:
 
     def __init__(self, image: np.ndarray, mask: np.ndarray, own: np.ndarray | None, textured: bool) -> None:
         self._look = None if own is None else _look_of(image, own)
-        self._unlike_skin = own is not None and _skin_share(image, own) <= SKIN_SHARE
         hsv = cv2.cvtColor(image, cv2.COLOR_RGB2HSV)
         pixels = mask if own is None else own
         self._colourful = float(np.median(hsv[..., 1][pixels > 0])) >= MIN_SATURATION
@@ -197,13 +166,9 @@ class ColourSource:
         self._hists = [histogram([image], pixels)]
         #: and one for each of STRONG_LIGHTS, looked for one at a time where none of those finds it
         self._strong: list[np.ndarray] = []
-        #: and for each of CAST_LIGHTS, for a plain colourful product unlike skin
-        self._cast: list[np.ndarray] = []
         if not textured and self._colourful:
             self._hists.append(histogram([_relit(image, light) for light in LIGHTS], pixels))
             self._strong = [histogram([_relit(image, light)], pixels) for light in STRONG_LIGHTS]
-            if self._unlike_skin:
-                self._cast = [histogram([_relit(image, light)], pixels) for light in CAST_LIGHTS]
 
     @property
     def colourful(self) -> bool:
@@ -223,10 +188,8 @@ class ColourSource:
         the two are as alike as two views of the apple), but where the template's match says the product is,
         they give its extent better than the match's box, which is the whole photo's at one of a few fixed
         scales. Only where the blob looks like the product: the match's box also overlaps what stands next to
-        the product, and a re-lit apple's colours were the face beside it, not the apple (bench/quality.py's
-        development half, an apple's samples through this path: boxes holding 90 % of it 121 → 127 of 260,
-        over 1.5 times its area 10 → 6; where no blob looks like it, the match's box stands). The blob is not
-        grown here: the match has placed the product, the blob only sizes it."""
+        the product (a face beside it). The blob is not grown here: the match has placed the product, the blob
+        only sizes it."""
         if self._look is None:
             return None
         frame = at_locate_side(frame)
@@ -237,63 +200,30 @@ class ColourSource:
         return scale_box(found.box, 1 / sx, 1 / sy)
 
     def find(self, frame: np.ndarray, near: Box | None = None, looked: bool = False) -> Located | None:
-        """The largest blob of the product's colours in the frame, or the largest overlapping near; looked,
-        only a blob that looks like the product's own pixels (grown while that makes it look more like them),
-        and for a plain product, where none does, one of its colours under other lights that does; where nothing
-        looks like it, for a product whose colours are not skin's, the frame's one blob of them (_blob's alone),
-        under LIGHTS, then under each of CAST_LIGHTS."""
+        """The largest blob of the product's colours in the frame, or the largest overlapping near; looked, the
+        largest that looks like the product's own pixels (grown while that makes it look more like them), and
+        for a plain product, where none does, the same under LIGHTS, then under each of STRONG_LIGHTS."""
         hsv = cv2.cvtColor(frame, cv2.COLOR_RGB2HSV)
-        matches = []
         for hist in self._hists if looked else self._hists[:1]:
-            matches.append(_matches(hsv, hist))
-            if (found := self._blob(frame, matches[-1], near, looked)) is not None:
+            if (found := self._blob(frame, _matches(hsv, hist), near, looked)) is not None:
                 return found
-        if not looked:
+        if not looked or not self._strong:
             return None
-        # each strong light is a search of its own, on the frame at STRONG_SCALE: blobs need no more pixels
-        if self._strong:
-            small = cv2.resize(frame, None, fx=STRONG_SCALE, fy=STRONG_SCALE, interpolation=cv2.INTER_AREA)
-            small_hsv = cv2.cvtColor(small, cv2.COLOR_RGB2HSV)
-            strong = [_matches(small_hsv, hist) for hist in self._strong]
-            if (found := self._under_strong_light(small, strong)) is not None:
-                return found
-        if not self._unlike_skin:
-            return None
-        # the widest colours first: a blob of them under other lights holds more of the product
-        for matched in reversed(matches):
-            if (found := self._blob(frame, matched, near, looked, alone=True)) is not None:
-                return found
-        # a plain product's lone blob under a green cast (its frame's small copy made for the strong lights)
-        if self._cast:
-            cast = [_matches(small_hsv, hist) for hist in self._cast]
-            return self._under_strong_light(small, cast, alone=True)
-        return None
-
-    def _under_strong_light(
-        self, small: np.ndarray, lit: Sequence[_Matches], alone: bool = False
-    ) -> Located | None:
-        """A blob of the product's colours under one of a few strong lights (lit: the matches of each, in the
-        frame at STRONG_SCALE, small) that looks much like it (STRONG_NCC), or, alone, the frame's one blob of
-        them (as _blob's alone); its box in the frame's pixels."""
-        for matched in lit:
-            found = self._blob(small, matched, None, True, 0.0 if alone else STRONG_NCC, alone)
+        small = cv2.resize(frame, None, fx=STRONG_SCALE, fy=STRONG_SCALE, interpolation=cv2.INTER_AREA)
+        small_hsv = cv2.cvtColor(small, cv2.COLOR_RGB2HSV)
+        for hist in self._strong:
+            found = self._blob(small, _matches(small_hsv, hist), None, True, STRONG_NCC)
             if found is not None and found.box is not None:
-                box = scale_box(found.box, 1 / STRONG_SCALE, 1 / STRONG_SCALE)
-                return Located(box, found.confidence, found.method)
+                return Located(
+                    scale_box(found.box, 1 / STRONG_SCALE, 1 / STRONG_SCALE), found.confidence, "colour"
+                )
         return None
 
     def _blob(
-        self,
-        frame: np.ndarray,
-        matches: _Matches,
-        near: Box | None,
-        looked: bool,
-        least: float = 0.0,
-        alone: bool = False,
+        self, frame: np.ndarray, matches: _Matches, near: Box | None, looked: bool, least: float = 0.0
     ) -> Located | None:
         """find, for the frame's pixels of one histogram of the product's colours; a looked blob must look at
-        least `least` like the product too; alone, only the largest blob, where it holds nearly all of those
-        pixels (DISTINCT_SHARE), and it need look only a little like the product (DISTINCT_NCC)."""
+        least `least` like the product too."""
         projected, labels, stats = matches.projected, matches.labels, matches.stats
         # component 0 is the background
         boxes = {
@@ -305,33 +235,30 @@ class ColourSource:
             key=lambda k: -int(stats[k, cv2.CC_STAT_AREA]),
         )
         frame_area = frame.shape[0] * frame.shape[1]
-        # unlooked, the largest blob is the product's; looked, the largest that looks like it: a face or a wall
-        # of the product's hues is often larger than the product beside it, and a smaller blob needs to look
-        # more like it (LOOK_NCC_SMALLER)
-        ranks = LOOKED_BLOBS if looked and self._look is not None and not alone else 1
-        for rank, best in enumerate(blobs[:ranks]):
-            _, _, w, h, area = (int(v) for v in stats[best])
+        look = self._look if looked else None
+        for rank, k in enumerate(blobs[: LOOKED_BLOBS if look is not None else 1]):
+            _, _, w, h, area = (int(v) for v in stats[k])
             if area < frame_area * 0.003 or area < 0.3 * w * h:
                 continue
-            # a blob over most of the frame is a background of the product's colours, unless it looks like the
-            # product: held up close, a product fills most of the frame (a close-up apple or whale), and a
-            # background rarely looks like it
-            if w * h > frame_area * BACKGROUND_SHARE and not (looked and self._look is not None):
-                continue
-            if alone and area < DISTINCT_SHARE * matches.pixels:
-                continue
-            box = boxes[best]
-            if looked and self._look is not None:
-                box, likeness = _grown_to_look(self._look, frame, projected, box)
-                needed = DISTINCT_NCC if alone else (LOOK_NCC if rank == 0 else LOOK_NCC_SMALLER)
-                if likeness < max(least, needed):
+            confidence = 0.3 * min(1.0, area / (w * h))
+            if look is None:
+                # unlooked, the largest blob is the product's, unless it covers most of the frame: a
+                # background of the product's colours
+                if w * h > frame_area * BACKGROUND_SHARE:
                     continue
-                # a blob that looks like the product may have a hand of its hues joined to it: where the part
-                # round its core looks more like the product, that part is the product
-                core = _around_core(projected, labels, best, boxes[best])
-                if core != boxes[best]:
-                    core, core_likeness = _grown_to_look(self._look, frame, projected, core)
-                    if core_likeness > likeness:
-                        box = core
-            return Located(box, 0.3 * min(1.0, area / (w * h)), "colour")
+                return Located(boxes[k], confidence, "colour")
+            # looked, the largest that looks like it: a face or a wall of the product's hues is often larger
+            # than the product beside it, and a smaller blob needs to look more like it (LOOK_NCC_SMALLER);
+            # held up close, a product fills most of the frame, and a background rarely looks like it
+            box, likeness = _grown_to_look(look, frame, matches.faint, boxes[k])
+            if likeness < max(least, LOOK_NCC if rank == 0 else LOOK_NCC_SMALLER):
+                continue
+            # a blob that looks like the product may have a hand of its hues joined to it: where the part
+            # round its core looks more like the product, that part is the product
+            core = _around_core(projected, labels, k, boxes[k])
+            if core != boxes[k]:
+                core, core_likeness = _grown_to_look(look, frame, matches.faint, core)
+                if core_likeness > likeness:
+                    box = core
+            return Located(box, confidence, "colour")
         return None

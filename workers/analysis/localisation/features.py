@@ -16,9 +16,9 @@ from workers.analysis.localisation.common import Box, Located, grown_mask
 MAX_KEYPOINTS = 4000
 #: a product the features miss is looked for again on the frame scaled up this much: ORB describes a keypoint
 #: by the 31-pixel patch round it, more than the whole height of a car seen a tenth of a frame wide. Only the
-#: finest levels of that frame's pyramid are searched: a product seen small is no larger than its main image
+#: levels of that frame's pyramid down to the frame's own size are searched (see FeatureSource): a product seen
+#: small is no larger than its main image, and the frame's own keypoints were searched already
 FINE_SCALE = 2.0
-FINE_LEVELS = 3
 #: samples apart at which a run of samples is searched scaled up (ProductLocator.locate_all)
 FINE_EVERY = 2
 #: matches a homography must explain before the product counts as found by its features
@@ -29,7 +29,6 @@ FULL_INLIERS = 40
 MIN_TEMPLATE_KEYPOINTS = 40
 #: a copy of the main image this long a side gives the keypoints of a product seen small (see _small_keypoints)
 SMALL_SIDE = 96
-SMALL_PAD = 32
 #: the main image warped onto the frame agrees with it where, both blurred by AGREE_BLUR px and the image
 #: scaled by a gain per channel (at most MAX_GAIN either way), no channel differs by AGREE_LEVEL (of 255)
 AGREE_BLUR = 2.0
@@ -39,8 +38,6 @@ MAX_GAIN = 2.5
 #: in a studio shot, an agreeing region not joined to the keypoints counts when it is at least this share of
 #: the joined ones' area
 SPLIT_SHARE = 0.1
-#: agreeing pixels mapped back into the main image, at most (a subsample: only their extent is wanted)
-IN_IMAGE_POINTS = 4000
 #: Lowe's ratio test: the best match must be this much closer than the second best
 RATIO = 0.78
 
@@ -87,7 +84,7 @@ class FeatureSource:
         self._mask = mask
         self._studio = studio
         self._whole = whole
-        self._orb = cv2.ORB_create(nfeatures=MAX_KEYPOINTS, scaleFactor=1.2, nlevels=8)  # type: ignore[attr-defined]
+        self._orb = cv2.ORB_create(nfeatures=MAX_KEYPOINTS, nlevels=8)  # type: ignore[attr-defined]
         grey = cv2.cvtColor(image, cv2.COLOR_RGB2GRAY)
         keypoints, descriptors = self._orb.detectAndCompute(grey, mask)
         #: (keypoint positions in the main image, descriptors): the image's own, then its small copy's, tried
@@ -107,7 +104,9 @@ class FeatureSource:
         #: agree with any plain or dark stretch of the frame round the product and stretched its box; else all
         self._agreeable = mask if own is None else grown_mask(own, OWN_RIM)
         self._matcher = cv2.BFMatcher(cv2.NORM_HAMMING)
-        self._fine_orb = cv2.ORB_create(nfeatures=MAX_KEYPOINTS, scaleFactor=1.2, nlevels=FINE_LEVELS)  # type: ignore[attr-defined]
+        # the pyramid's levels from FINE_SCALE down to the frame's own size
+        levels = math.ceil(math.log(FINE_SCALE) / math.log(self._orb.getScaleFactor()))
+        self._fine_orb = cv2.ORB_create(nfeatures=MAX_KEYPOINTS, nlevels=levels)  # type: ignore[attr-defined]
 
     def _small_keypoints(self, grey: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
         """Keypoints of the main image shrunk to SMALL_SIDE, as a product seen small shows it: ORB's pyramid
@@ -119,13 +118,13 @@ class FeatureSource:
             return np.empty((0, 2), np.float32), None
         shrunk = cv2.resize(grey, None, fx=small, fy=small, interpolation=cv2.INTER_AREA)
         mask = cv2.resize(self._mask, None, fx=small, fy=small, interpolation=cv2.INTER_NEAREST)
-        shrunk = cv2.copyMakeBorder(shrunk, SMALL_PAD, SMALL_PAD, SMALL_PAD, SMALL_PAD, cv2.BORDER_REPLICATE)
-        mask = cv2.copyMakeBorder(
-            mask, SMALL_PAD, SMALL_PAD, SMALL_PAD, SMALL_PAD, cv2.BORDER_CONSTANT, value=0
-        )
-        orb = cv2.ORB_create(nfeatures=300, scaleFactor=1.2, nlevels=2, edgeThreshold=15)  # type: ignore[attr-defined]
+        orb = cv2.ORB_create(nfeatures=300, nlevels=2, edgeThreshold=15)  # type: ignore[attr-defined]
+        # a keypoint's patch reaches this far round it: a pad as wide lets the outline's own be described
+        pad = orb.getPatchSize()
+        shrunk = cv2.copyMakeBorder(shrunk, pad, pad, pad, pad, cv2.BORDER_REPLICATE)
+        mask = cv2.copyMakeBorder(mask, pad, pad, pad, pad, cv2.BORDER_CONSTANT, value=0)
         keypoints, descriptors = orb.detectAndCompute(shrunk, mask)
-        points = (np.array([k.pt for k in keypoints], np.float32).reshape(-1, 2) - SMALL_PAD) / small
+        points = (np.array([k.pt for k in keypoints], np.float32).reshape(-1, 2) - pad) / small
         return points, descriptors
 
     @property
@@ -265,14 +264,15 @@ class FeatureSource:
             from_roi, from_frame = np.linalg.inv(to_roi), np.linalg.inv(homography)
         except np.linalg.LinAlgError:
             return None
-        ys, xs = np.nonzero(region)
-        stride = max(1, len(xs) // IN_IMAGE_POINTS)
         mapped = [
             cv2.perspectiveTransform(points.reshape(-1, 1, 2).astype(np.float32), from_frame).reshape(-1, 2)
         ]
-        if len(xs):
-            roi = np.stack([xs[::stride], ys[::stride]], axis=1).astype(np.float32) + 0.5
-            mapped.append(cv2.perspectiveTransform(roi.reshape(-1, 1, 2), from_roi).reshape(-1, 2))
+        pixels = cv2.findNonZero(region.astype(np.uint8))
+        if pixels is not None:
+            # a homography maps a convex region on the product convexly (the product lies on one side of its
+            # horizon), so the region's extent in the image is that of its convex hull's corners
+            hull = cv2.convexHull(pixels).astype(np.float32) + 0.5
+            mapped.append(cv2.perspectiveTransform(hull, from_roi).reshape(-1, 2))
         at = np.concatenate(mapped)
         corners = self._corners.reshape(-1, 2)
         (x0, y0), (x1, y1) = (

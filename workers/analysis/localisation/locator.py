@@ -12,6 +12,7 @@ import numpy as np
 from workers.analysis.localisation.backdrop import cut_out, foreground
 from workers.analysis.localisation.colour import ColourSource
 from workers.analysis.localisation.common import (
+    AGREEING_SAMPLES,
     TEMPLATE_SIDE,
     Box,
     Located,
@@ -20,7 +21,7 @@ from workers.analysis.localisation.common import (
     own_bounds,
 )
 from workers.analysis.localisation.features import FINE_EVERY, FeatureSource, Keys
-from workers.analysis.localisation.parts import DISCOVERED_SAMPLES, in_photo, part_transform, scene_parts
+from workers.analysis.localisation.parts import in_photo, part_transform, scene_parts
 from workers.analysis.localisation.silhouette import SilhouetteSource
 from workers.analysis.localisation.whole import WHOLE_FILL
 
@@ -138,7 +139,7 @@ class ProductLocator:
         self, scaled: Sequence[np.ndarray], keys: Sequence[Keys | None], size: tuple[int, int]
     ) -> list[Located] | None:
         """The product in samples at LOCATE_SIDE (with their keypoints) where the main image is a scene: the
-        part of it (scene_parts) found in the most samples, at least DISCOVERED_SAMPLES; None where no part is.
+        part of it (scene_parts) found in the most samples, at least AGREEING_SAMPLES; None where no part is.
         A seller's photo of the product among other things (a toy on a shelf) shows it whole nowhere in a
         video of the product alone; which of its things the product is, the video says. Found by a part, the
         find's outline and homography are the main image's (so whole_boxes completes it as any other)."""
@@ -153,7 +154,7 @@ class ProductLocator:
             finds = [part._located(frame, size, False, k) for frame, k in zip(scaled, keys, strict=True)]
             count = sum(f.box is not None for f in finds)
             confidence = sum(f.confidence for f in finds)
-            if count >= DISCOVERED_SAMPLES and (best is None or (count, confidence) > best[:2]):
+            if count >= AGREEING_SAMPLES and (best is None or (count, confidence) > best[:2]):
                 best = (count, confidence, finds, transform)
         if best is None:
             return None

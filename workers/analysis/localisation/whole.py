@@ -8,7 +8,7 @@ from typing import Protocol
 import cv2
 import numpy as np
 
-from workers.analysis.localisation.common import Box, mapped_box
+from workers.analysis.localisation.common import AGREEING_SAMPLES, Box, mapped_box
 from workers.geometry import box_union
 
 #: the product's extent in the main image over a video: each side at this quantile of the frames' extents,
@@ -18,8 +18,6 @@ WHOLE_QUANTILE = 0.8
 #: the product's own pixels in its main image are its whole extent where they fill less than this share of
 #: their bounds (an outline, not a rectangle)
 WHOLE_FILL = 0.9
-#: frames that must show the product by its features before their extents are combined
-WHOLE_MIN_FRAMES = 3
 
 
 class Sighting(Protocol):
@@ -50,7 +48,7 @@ def whole_boxes(found: Sequence[Sighting], source_size: tuple[int, int]) -> list
     a hand); its turn and scale over the part seen are sound. Frames located otherwise, or not at all, keep
     their box."""
     extents = np.array([f.seen for f in found if f.seen is not None and f.homography], np.float64)
-    if len(extents) < WHOLE_MIN_FRAMES:
+    if len(extents) < AGREEING_SAMPLES:
         return [f.box for f in found]
     x0, y0 = np.quantile(extents[:, :2], 1 - WHOLE_QUANTILE, axis=0)
     x1, y1 = np.quantile(extents[:, 2:], WHOLE_QUANTILE, axis=0)

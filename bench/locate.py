@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import inspect
 import json
 import sys
 import time
@@ -160,15 +161,17 @@ def measure(localise: Any, catalog: Path, show_items: bool) -> dict[str, Any]:
             if hasattr(locator, "locate_all")
             else [locator.locate(picture, size) for picture in pictures]
         )
+        times = [index / float(item["fps"]) for index, _ in frames]
         if localise.follow is not None:
-            found = localise.follow(pictures, found, size)
+            # a revision before following reached as far as the temporal model allows takes no times
+            timed = "times" in inspect.signature(localise.follow).parameters
+            found = localise.follow(pictures, found, size, *([times] if timed else []))
         # the locator's per-video pass, where it has one
         boxes = (
             localise.whole_boxes(found, size) if localise.whole_boxes is not None else [f.box for f in found]
         )
         if localise.kept_boxes is not None:
             # the temporal model over the video's samples, at the cuts the pipeline would find
-            times = [index / float(item["fps"]) for index, _ in frames]
             cuts = detect_cuts(times, [shot_signature(picture) for picture in pictures])
             boxes = localise.kept_boxes(times, boxes, [f.p for f in found], cuts)
         cpu += time.process_time() - started

@@ -283,7 +283,7 @@ def score_samples(
     small = [(f.t, _at_width(f.rgb, analysis_width(info))) for f in frames]
     locator = cached_locator(template)
     pictures = [f.rgb for f in frames]
-    located = follow(pictures, locator.locate_all(pictures, size), size)
+    located = follow(pictures, locator.locate_all(pictures, size), size, [f.t for f in frames])
     # where a textured product's features place it their confidence is the match, so the template scorer's
     # correlation (most of its cost) is asked for only where they do not; the rest are scored for their look
     by_features = scorer == "template" and locator.textured

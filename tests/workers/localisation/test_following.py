@@ -19,6 +19,11 @@ from workers.analysis.localisation.locator import ProductLocator
 from workers.analysis.localisation.whole import whole_boxes
 
 
+def _two_a_second(count: int) -> list[float]:
+    """The times of count samples at the pipeline's default rate."""
+    return [k / 2 for k in range(count)]
+
+
 def _swung(
     frame: np.ndarray, box: tuple[float, ...], background: np.ndarray, shift: tuple[int, int], blur: int
 ) -> tuple[np.ndarray, tuple[float, ...]]:
@@ -52,7 +57,7 @@ def test_a_product_its_features_lose_in_a_swing_is_followed_from_the_sample_that
     locator = ProductLocator(_photo("coffee"))
     found = [locator.locate(f, FRAME) for f in frames]
     assert found[0].method == "features" and all(f.method in ("none", "colour") for f in found[1:])
-    followed = follow(frames, found, FRAME)
+    followed = follow(frames, found, FRAME, _two_a_second(len(frames)))
     for k in range(1, FOLLOW_STEPS + 1):
         box = followed[k].box
         assert followed[k].method == "followed" and box is not None and _iou(box, truths[k]) > 0.8, (k, box)
@@ -66,7 +71,8 @@ def test_a_product_found_only_later_is_followed_back_to_the_samples_before() -> 
     frame, truth = _pasted(cup, ellipse, background, np.random.default_rng(3), 0.5 * FRAME[1], (0.9, 1.1))
     swung, at = _swung(frame, truth, background, (-8, 0), 21)
     locator = ProductLocator(_photo("coffee"))
-    followed = follow([swung, frame], [locator.locate(swung, FRAME), locator.locate(frame, FRAME)], FRAME)
+    found = [locator.locate(swung, FRAME), locator.locate(frame, FRAME)]
+    followed = follow([swung, frame], found, FRAME, _two_a_second(2))
     assert followed[0].box is not None and _iou(followed[0].box, at) > 0.8, followed[0].box
 
 
@@ -90,7 +96,9 @@ def test_a_product_that_left_the_frame_is_not_followed_onto_the_background_it_st
         if found.box is None:
             continue
         for before in (background, backgrounds[(k + 1) % 5]):
-            followed = follow([before, frame], [locator.locate(before, FRAME), found], FRAME)
+            followed = follow(
+                [before, frame], [locator.locate(before, FRAME), found], FRAME, _two_a_second(2)
+            )
             assert followed[0] == NOT_FOUND, (k, followed[0].box)
             tried += 1
     assert tried >= 40
@@ -118,7 +126,7 @@ def test_a_followed_box_of_a_partly_covered_product_is_boxed_whole() -> None:
     truths.append(at)
     found = [locator.locate(f, FRAME) for f in frames]
     assert all(f.box is not None for f in found[:4]) and found[4].box is None
-    followed = follow(frames, found, FRAME)
+    followed = follow(frames, found, FRAME, _two_a_second(len(frames)))
     assert followed[4].box is not None and followed[4].homography and followed[4].seen == found[3].seen
     own = _inside(truths[4], followed[4].box)
     whole = whole_boxes(followed, FRAME)[4]

@@ -23,10 +23,9 @@ FINE_SCALE = 2.0
 FINE_EVERY = 2
 #: matches a homography must explain before the product counts as found by its features
 MIN_INLIERS = 8
-#: inliers at which the features' confidence saturates
+#: inliers at which the features' confidence saturates; a main image with fewer keypoints than this could never
+#: be found surely by them: the product is "plain", and its colours or outline are the evidence instead
 FULL_INLIERS = 40
-#: a template with fewer keypoints than this is "plain": its colours are the evidence instead
-MIN_TEMPLATE_KEYPOINTS = 40
 #: a copy of the main image this long a side gives the keypoints of a product seen small (see _small_keypoints)
 SMALL_SIDE = 96
 #: the main image warped onto the frame agrees with it where, both blurred by AGREE_BLUR px and the image
@@ -130,7 +129,7 @@ class FeatureSource:
     @property
     def textured(self) -> bool:
         """Whether the product has enough keypoints for its features to be the evidence."""
-        return bool(self._templates) and len(self._templates[0][0]) >= MIN_TEMPLATE_KEYPOINTS
+        return bool(self._templates) and len(self._templates[0][0]) >= FULL_INLIERS
 
     @staticmethod
     def _outline(mask: np.ndarray) -> np.ndarray:

@@ -8,6 +8,7 @@ import cv2
 import numpy as np
 
 from workers.analysis.localisation.common import Box, Located
+from workers.analysis.localisation.temporal import MOVE_PER_S
 from workers.geometry import scale_box
 
 #: a product the features lose for a moment (turned to a side its main image does not show, blurred by a
@@ -20,9 +21,8 @@ FOLLOW_STEPS = 2
 FOLLOW_NCC = 0.7
 #: of the box, the central part searched for (its edges show the background behind the product)
 FOLLOW_CORE = 0.8
-#: the search reaches this share of the box's size past it on every side
-FOLLOW_REACH = 0.5
-#: sizes of the product tried, against the neighbouring sample's
+#: sizes of the product tried, against the neighbouring sample's (the temporal model allows more change of size
+#: between samples, exp(±RESIZE_PER_S · dt): sizes that far apart held fewer boxes on the development half)
 FOLLOW_SCALES = (0.9, 1.0, 1.1)
 #: the core is searched for at most this long a side: the correlation needs no more
 FOLLOW_SIDE = 64
@@ -39,7 +39,10 @@ FOLLOW_DECAY = 0.8
 
 
 def follow(
-    frames: Sequence[np.ndarray], found: Sequence[Located], source_size: tuple[int, int]
+    frames: Sequence[np.ndarray],
+    found: Sequence[Located],
+    source_size: tuple[int, int],
+    times: Sequence[float],
 ) -> list[Located]:
     """The product in every frame of a run of samples (RGB, in time order, any one size), where the locator
     lost it next to a frame that had it: each sample without a box (or with only a blob of the product's colours,
@@ -48,7 +51,9 @@ def follow(
     FOLLOW_STEPS samples from a located one. Boxes stay in source pixels; a followed one has method
     "followed" and, where the sample it came from was found by features, the same part of the main image seen
     and that sample's homography moved as the product moved (so whole_boxes completes it as it completes
-    that sample's box where a hand covers part of the product)."""
+    that sample's box where a hand covers part of the product). times: the samples' (seconds): the search
+    reaches as far as the temporal model lets the product move at no cost in the time between (MOVE_PER_S), so
+    that what it follows the model keeps."""
     out = list(found)
     if not out:
         return out
@@ -64,11 +69,12 @@ def follow(
             if not lost or before.box is None or steps[j] >= FOLLOW_STEPS:
                 continue
             seen = scale_box(before.box, scale, scale)
-            moved = _found_again(frames[j], seen, frames[i])
+            dt = abs(times[i] - times[j])
+            moved = _found_again(frames[j], seen, frames[i], dt)
             if moved is None:
                 continue
             box, shift = moved
-            back = _found_again(frames[i], box, frames[j])
+            back = _found_again(frames[i], box, frames[j], dt)
             if back is not None and _agrees(back[0], seen):
                 out[i] = _moved(before, box, shift, scale)
                 steps[i] = steps[j] + 1
@@ -129,10 +135,12 @@ def _same_colour(a: np.ndarray, b: np.ndarray) -> bool:
     )
 
 
-def _found_again(previous: np.ndarray, box: Box, frame: np.ndarray) -> tuple[Box, np.ndarray] | None:
-    """Where box's core in the previous frame is in this one (both the same size), by normalised
-    cross-correlation over a few sizes near the same place, with the scaling and shift (3×3) that took it
-    there; None where nothing correlates FOLLOW_NCC."""
+def _found_again(
+    previous: np.ndarray, box: Box, frame: np.ndarray, dt: float
+) -> tuple[Box, np.ndarray] | None:
+    """Where box's core in the previous frame is in this one (both the same size, dt seconds apart), by
+    normalised cross-correlation over a few sizes near the same place, with the scaling and shift (3×3) that
+    took it there; None where nothing correlates FOLLOW_NCC."""
     h, w = frame.shape[:2]
     bw, bh = box[2] - box[0], box[3] - box[1]
     trim = (1 - FOLLOW_CORE) / 2
@@ -144,8 +152,9 @@ def _found_again(previous: np.ndarray, box: Box, frame: np.ndarray) -> tuple[Box
     if float(core.std()) < FOLLOW_MIN_STD:
         return None
     k = min(1.0, FOLLOW_SIDE / max(core.shape))
-    sx0, sy0 = max(0, round(box[0] - FOLLOW_REACH * bw)), max(0, round(box[1] - FOLLOW_REACH * bh))
-    sx1, sy1 = min(w, round(box[2] + FOLLOW_REACH * bw)), min(h, round(box[3] + FOLLOW_REACH * bh))
+    reach = MOVE_PER_S * dt
+    sx0, sy0 = max(0, round(box[0] - reach * bw)), max(0, round(box[1] - reach * bh))
+    sx1, sy1 = min(w, round(box[2] + reach * bw)), min(h, round(box[3] + reach * bh))
     area = cv2.cvtColor(frame[sy0:sy1, sx0:sx1], cv2.COLOR_RGB2GRAY)
     area = cv2.resize(area, None, fx=k, fy=k, interpolation=cv2.INTER_AREA) if k < 1 else area
     best: tuple[float, int, int, float] | None = None

@@ -107,8 +107,12 @@ def _locator_api() -> SimpleNamespace:
         kept_boxes: Any = importlib.import_module("workers.analysis.localisation.temporal").kept_boxes
     except ModuleNotFoundError:
         kept_boxes = None
+    try:
+        parameters: Any = importlib.import_module("workers.analysis.localisation.parameters")
+    except ModuleNotFoundError:
+        parameters = common  # a revision from before the parameters were in one place
     return SimpleNamespace(
-        ProductLocator=locator.ProductLocator, LOCATE_SIDE=common.LOCATE_SIDE, follow=following.follow,
+        ProductLocator=locator.ProductLocator, LOCATE_SIDE=parameters.LOCATE_SIDE, follow=following.follow,
         whole_boxes=whole.whole_boxes, kept_boxes=kept_boxes, origin=locator.__file__,
     )  # fmt: skip
 

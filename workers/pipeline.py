@@ -46,9 +46,9 @@ from storage.manifest import (
 )
 from storage.store import ObjectStore, left_by_dead_process, process_tag
 from workers.analysis.localisation.calibration import probability
-from workers.analysis.localisation.common import LOCATE_SIDE, Box
 from workers.analysis.localisation.following import follow
 from workers.analysis.localisation.locator import ProductLocator
+from workers.analysis.localisation.parameters import LOCATE_SIDE
 from workers.analysis.localisation.temporal import kept_boxes
 from workers.analysis.localisation.whole import whole_boxes
 from workers.analysis.scoring import (
@@ -69,7 +69,7 @@ from workers.framing.crop_paths import FramingParams
 from workers.framing.picture_area import shots_picture_area
 from workers.framing.planner import PAD_NO_TEXT_SAFE_CROP, PAD_TEXT_AND_SUBJECT, FramingPlan, plan_framing
 from workers.framing.targets import output_size, placement_record, targets, zone_fit
-from workers.geometry import CropPath, CropRect
+from workers.geometry import Box, CropPath, CropRect
 from workers.media.containers import Frame, MediaLimits, VideoInfo
 from workers.media.cover import cover_candidates
 from workers.media.render import EncodeOptions, OutputSpec, render_window

@@ -14,8 +14,9 @@ from tests.support.placements import backgrounds as _backgrounds
 from tests.support.placements import pasted as _pasted
 from tests.support.placements import read_rgb as _read
 from workers.analysis.localisation.common import NOT_FOUND
-from workers.analysis.localisation.following import FOLLOW_STEPS, follow
+from workers.analysis.localisation.following import follow
 from workers.analysis.localisation.locator import ProductLocator
+from workers.analysis.localisation.parameters import FOLLOW_STEPS
 from workers.analysis.localisation.whole import whole_boxes
 
 

@@ -41,5 +41,5 @@ behind these choices are measured in docs/performance.md. Pure: arrays in, boxes
 Each source is a module: features (local features and a homography), colour (blobs of the product's colours),
 silhouette (a plain product's outline), parts (a scene's parts), backdrop (a main image's own pixels); locator
 builds them once per item and compares their finds on the calibrated scale (calibration); whole, following and
-temporal work over a video's finds.
+temporal work over a video's finds. Every tuned figure they read is in parameters, with its reason.
 """

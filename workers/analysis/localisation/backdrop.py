@@ -6,7 +6,14 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from workers.analysis.localisation.common import SEGMENT_SIDE
+from workers.analysis.localisation.parameters import (
+    BACKDROP_LEVEL,
+    CUT_AREA,
+    CUT_INSET,
+    CUT_JOINED,
+    CUT_SOLIDITY,
+    SEGMENT_SIDE,
+)
 
 
 def foreground(image: np.ndarray) -> np.ndarray:
@@ -33,10 +40,6 @@ def unlike_backdrop(image: np.ndarray) -> np.ndarray:
     return np.asarray(np.abs(image.astype(np.float32) - _backdrop(image, _border(image))).max(axis=2))
 
 
-#: a pixel of a studio shot is the product's where a channel differs from the backdrop by more than this
-BACKDROP_LEVEL = 24
-
-
 def _backdrop(image: np.ndarray, edge: np.ndarray) -> np.ndarray:
     """A studio backdrop's colour at every pixel, fitted to the border's pixels as a quadratic surface per
     channel, then refitted on the border pixels it explains (the product may reach the border): a backdrop lit
@@ -52,18 +55,6 @@ def _backdrop(image: np.ndarray, edge: np.ndarray) -> np.ndarray:
         fit, *_ = np.linalg.lstsq(known[explained], colours[explained], rcond=None)
         explained = np.abs(colours - known @ fit).max(axis=1) <= BACKDROP_LEVEL
     return np.asarray(terms @ fit, np.float32)
-
-
-#: a photo to its edges is cut by GrabCut at SEGMENT_SIDE, from a rectangle this share of it in from every
-#: edge (what the photo is of is inside; its surroundings reach the edges)
-CUT_INSET = 0.05
-#: a cut is clean, and its pixels the product's, when its largest part holds this share of it, is one solid
-#: blob (this share of its convex hull: a scene of many things, such as a toy among a shelf's things, cuts
-#: ragged, a single object nearly solid) and covers a share of the photo between
-#: these (a close-up's cut is a feature of it, such as a cat's eyes)
-CUT_JOINED = 0.9
-CUT_SOLIDITY = 0.85
-CUT_AREA = (0.1, 0.9)
 
 
 def cut_out(image: np.ndarray) -> np.ndarray | None:

@@ -11,27 +11,24 @@ import cv2
 import numpy as np
 
 from workers.analysis.localisation.common import Box, Located, at_locate_side, grown_mask, own_bounds
-from workers.geometry import box_union, iou, scale_box
-
-#: a plain product's colours are evidence only when its foreground's median saturation is at least this
-#: (of 255): hue means nothing on grey, and a grey product's histogram matches every grey wall, road and sky
-MIN_SATURATION = 40
-
-#: the lights (a gain per channel) a product's colours are also looked for under, where they are not found as its
-#: photo shows them: warmer and cooler (red against blue), greener and redder
-LIGHTS = tuple((warm, green, 1 / warm) for warm in (0.87, 1.0, 1.15) for green in (0.9, 1.0, 1.1))
-#: stronger lights, each looked for on its own (the union of their colours runs into the background: a red
-#: product's under every one of them are also a face's and a brick wall's), where LIGHTS find nothing. A blob
-#: found under one must look much like the product (STRONG_NCC): at LOOK_NCC, faces and walls of its shifted
-#: hues pass for it. Blobs need no more pixels than the frame at STRONG_SCALE gives
-STRONG_LIGHTS = tuple(
-    (warm, green, 1 / warm)
-    for warm in (0.8, 1.0, 1.25)
-    for green in (0.83, 1.0, 1.2)
-    if (warm, green) != (1, 1)
+from workers.analysis.localisation.parameters import (
+    BACKGROUND_SHARE,
+    CORE_MATCH,
+    CORE_REACH,
+    CORE_SHARE,
+    CORE_SPECK,
+    FAINT_MATCH,
+    LIGHTS,
+    LOOK_NCC,
+    LOOK_NCC_SMALLER,
+    LOOK_SIDE,
+    LOOKED_BLOBS,
+    MIN_SATURATION,
+    STRONG_LIGHTS,
+    STRONG_NCC,
+    STRONG_SCALE,
 )
-STRONG_NCC = 0.6
-STRONG_SCALE = 0.5
+from workers.geometry import box_union, iou, scale_box
 
 
 def _relit(image: np.ndarray, light: tuple[float, float, float]) -> np.ndarray:
@@ -45,31 +42,6 @@ def histogram(images: Sequence[np.ndarray], own: np.ndarray) -> np.ndarray:
         for image in images
     )
     return np.asarray(hist * (255.0 / max(float(np.max(hist)), 1e-6)), np.float32)
-
-
-#: a blob of the product's colours is the product when its pixels, scaled to LOOK_SIDE a side, correlate with
-#: the product's own by at least LOOK_NCC (colour channels together, over the product's pixels): the colours
-#: of a red apple are a face's, a brick wall's and a red sign's too, but its shading is not: such blobs correlate
-#: less than LOOK_NCC with the apple's own pixels, the apple's own blobs mostly well above it
-LOOK_SIDE = 32
-LOOK_NCC = 0.45
-#: a blob of the product's colours whose box covers more than this share of the frame is a background, unless
-#: it looks like the product
-BACKGROUND_SHARE = 0.6
-#: blobs of the product's colours, largest first, whose look is compared with the product's in a frame; one
-#: smaller than the largest is the product where it looks this much like it: an orange beside a face of its
-#: hues looks well above this, slices of faces and walls beside larger blobs below it
-LOOKED_BLOBS = 3
-LOOK_NCC_SMALLER = 0.7
-#: a blob's core: its pixels whose colours match the product's histogram this strongly (of 255); a hand or a
-#: face of the product's hues joins its blob at the weaker levels, not at this one
-CORE_MATCH = 192
-#: a core is trusted where it holds this share of its blob's pixels at least
-CORE_SHARE = 0.1
-#: the blob's pixels within this share of the core's size (the square root of its area) of it are the product's
-CORE_REACH = 0.3
-#: core parts under this share of the core are specks
-CORE_SPECK = 0.05
 
 
 def _around_core(projected: np.ndarray, labels: np.ndarray, label: int, box: Box) -> Box:
@@ -108,11 +80,6 @@ def _likeness(look: tuple[np.ndarray, np.ndarray], frame: np.ndarray, box: Box) 
     seen, shown = seen - seen.mean(axis=0), shown - shown.mean(axis=0)
     norm = math.sqrt(float((seen * seen).sum()) * float((shown * shown).sum()))
     return float((seen * shown).sum()) / norm if norm > 0 else 0.0
-
-
-#: a blob grows over the pixels whose colours the product's histogram back-projects to at least this (of 255;
-#: the blob itself is those at 96 or more)
-FAINT_MATCH = 64
 
 
 @dataclass(frozen=True)

@@ -10,20 +10,10 @@ import cv2
 import numpy as np
 
 from workers.analysis.localisation.calibration import probability
+from workers.analysis.localisation.parameters import LOCATE_SIDE
 from workers.geometry import scale_box
 
 Box = tuple[float, float, float, float]
-
-#: the main image is worked on at most this long a side: enough keypoints, bounded cost
-TEMPLATE_SIDE = 320
-#: frames are searched at this long side (scaled up or down): small products need the pixels
-LOCATE_SIDE = 768
-#: a main image is segmented (cut out of its photo, split into a scene's parts) at most this long a side: the
-#: outline is wanted, not the detail
-SEGMENT_SIDE = 160
-#: samples of a video that must agree before what they say together is taken over what each says: the
-#: product's whole extent in its main image (whole_boxes), which of a scene's parts the product is (parts)
-AGREEING_SAMPLES = 3
 
 
 @dataclass(frozen=True)

@@ -9,36 +9,20 @@ import cv2
 import numpy as np
 
 from workers.analysis.localisation.common import Box, Located, grown_mask
-
-#: keypoints kept per image, the strongest (a frame's; the main image, at TEMPLATE_SIDE, has fewer): a busy
-#: scene's corners outnumber a small product's, and with fewer kept a product a seventh of a frame's height in a
-#: star field or a street loses its own to them; more finds nothing more on frames LOCATE_SIDE long
-MAX_KEYPOINTS = 4000
-#: a product the features miss is looked for again on the frame scaled up this much: ORB describes a keypoint
-#: by the 31-pixel patch round it, more than the whole height of a car seen a tenth of a frame wide. Only the
-#: levels of that frame's pyramid down to the frame's own size are searched (see FeatureSource): a product seen
-#: small is no larger than its main image, and the frame's own keypoints were searched already
-FINE_SCALE = 2.0
-#: samples apart at which a run of samples is searched scaled up (ProductLocator.locate_all)
-FINE_EVERY = 2
-#: matches a homography must explain before the product counts as found by its features
-MIN_INLIERS = 8
-#: inliers at which the features' confidence saturates; a main image with fewer keypoints than this could never
-#: be found surely by them: the product is "plain", and its colours or outline are the evidence instead
-FULL_INLIERS = 40
-#: a copy of the main image this long a side gives the keypoints of a product seen small (see _small_keypoints)
-SMALL_SIDE = 96
-#: the main image warped onto the frame agrees with it where, both blurred by AGREE_BLUR px and the image
-#: scaled by a gain per channel (at most MAX_GAIN either way), no channel differs by AGREE_LEVEL (of 255)
-AGREE_BLUR = 2.0
-AGREE_SIDE = 256
-AGREE_LEVEL = 28.0
-MAX_GAIN = 2.5
-#: in a studio shot, an agreeing region not joined to the keypoints counts when it is at least this share of
-#: the joined ones' area
-SPLIT_SHARE = 0.1
-#: Lowe's ratio test: the best match must be this much closer than the second best
-RATIO = 0.78
+from workers.analysis.localisation.parameters import (
+    AGREE_BLUR,
+    AGREE_LEVEL,
+    AGREE_SIDE,
+    FINE_SCALE,
+    FULL_INLIERS,
+    MAX_GAIN,
+    MAX_KEYPOINTS,
+    MIN_INLIERS,
+    OWN_RIM,
+    RATIO,
+    SMALL_SIDE,
+    SPLIT_SHARE,
+)
 
 #: a frame's keypoints: their positions (frame pixels) and ORB descriptors
 Keys = tuple[np.ndarray, np.ndarray]
@@ -54,11 +38,6 @@ def _keypoints(grey: np.ndarray, orb: cv2.ORB, scale: float) -> Keys | None:
     if descriptors is None or len(keypoints) < MIN_INLIERS:
         return None
     return np.array([k.pt for k in keypoints], np.float32).reshape(-1, 2) / scale, descriptors
-
-
-#: the rim round a product's own pixels that may still agree with a frame, as a share of their size (the square
-#: root of their area): a cut's edge lies a few pixels off the product's, and a frame's edges are blurred
-OWN_RIM = 0.1
 
 
 def _plausible(quad: np.ndarray, width: int, height: int) -> bool:

@@ -8,34 +8,20 @@ import cv2
 import numpy as np
 
 from workers.analysis.localisation.common import Box, Located
-from workers.analysis.localisation.temporal import MOVE_PER_S
+from workers.analysis.localisation.parameters import (
+    FOLLOW_BACK,
+    FOLLOW_CORE,
+    FOLLOW_DECAY,
+    FOLLOW_HUE,
+    FOLLOW_LIGHT,
+    FOLLOW_MIN_STD,
+    FOLLOW_NCC,
+    FOLLOW_SCALES,
+    FOLLOW_SIDE,
+    FOLLOW_STEPS,
+    MOVE_PER_S,
+)
 from workers.geometry import scale_box
-
-#: a product the features lose for a moment (turned to a side its main image does not show, blurred by a
-#: swing, half hidden by the hand holding it) is followed from the neighbouring sample that has it: the frame's
-#: own pixels there, searched for near the same place in this frame. Followed at most this many samples from a
-#: frame that found it (at 2 samples a second: one second), so that a product that has left the frame is not
-#: followed onto the background it stood on
-FOLLOW_STEPS = 2
-#: normalised cross-correlation the product's pixels must reach where they are found again
-FOLLOW_NCC = 0.7
-#: of the box, the central part searched for (its edges show the background behind the product)
-FOLLOW_CORE = 0.8
-#: sizes of the product tried, against the neighbouring sample's (the temporal model allows more change of size
-#: between samples, exp(±RESIZE_PER_S · dt): sizes that far apart held fewer boxes on the development half)
-FOLLOW_SCALES = (0.9, 1.0, 1.1)
-#: the core is searched for at most this long a side: the correlation needs no more
-FOLLOW_SIDE = 64
-#: a core flatter than this (standard deviation of its grey levels) matches any plain wall
-FOLLOW_MIN_STD = 12.0
-#: a box followed back to its frame lands this close to where it was (share of its size), or is dropped
-FOLLOW_BACK = 0.1
-#: the product's mean colour where it is found again: its brightness within this factor either way, and each
-#: channel's share of it within FOLLOW_HUE
-FOLLOW_LIGHT = 1.5
-FOLLOW_HUE = 0.04
-#: a followed box's confidence, against the sample it was followed from
-FOLLOW_DECAY = 0.8
 
 
 def follow(

@@ -11,23 +11,17 @@ import numpy as np
 
 from workers.analysis.localisation.backdrop import cut_out, foreground
 from workers.analysis.localisation.colour import ColourSource
-from workers.analysis.localisation.common import (
+from workers.analysis.localisation.common import Box, Located, at_locate_side, in_source, own_bounds
+from workers.analysis.localisation.features import FeatureSource, Keys
+from workers.analysis.localisation.parameters import (
     AGREEING_SAMPLES,
+    FINE_EVERY,
+    P_SURE,
     TEMPLATE_SIDE,
-    Box,
-    Located,
-    at_locate_side,
-    in_source,
-    own_bounds,
+    WHOLE_FILL,
 )
-from workers.analysis.localisation.features import FINE_EVERY, FeatureSource, Keys
 from workers.analysis.localisation.parts import in_photo, part_transform, scene_parts
 from workers.analysis.localisation.silhouette import SilhouetteSource
-from workers.analysis.localisation.whole import WHOLE_FILL
-
-#: a find at least this likely to be the product (calibrated, Located.p) is not second-guessed by the sources
-#: after it, which cost more or are right less often
-P_SURE = 0.9
 
 
 class ProductLocator:

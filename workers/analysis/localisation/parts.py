@@ -5,21 +5,17 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from workers.analysis.localisation.backdrop import CUT_SOLIDITY
 from workers.analysis.localisation.colour import histogram
-from workers.analysis.localisation.common import SEGMENT_SIDE, TEMPLATE_SIDE, Located, mapped_box, own_bounds
-
-#: a scene is split into its parts by its colours: clustered (k-means in Lab, SCENE_COLOURS clusters) at
-#: SEGMENT_SIDE a side, each cluster's connected regions a part where it is one solid thing (CUT_SOLIDITY of its
-#: convex hull) of a share of the photo between SCENE_AREA, touching at most one of its edges (a wall, a
-#: table or a cloth behind the product runs off the photo on two sides or more), whose colours are its own:
-#: at least SCENE_OWN of the photo's match to its hue-saturation histogram lies in it (a teal toy among
-#: letters, a shell and a box, 0.92; patches of a cat's fur, whose colours are all over the photo, 0.31 at
-#: most, and found as readily on a street's browns); at most SCENE_PARTS, the largest
-SCENE_COLOURS = 8
-SCENE_AREA = (0.01, 0.4)
-SCENE_OWN = 0.6
-SCENE_PARTS = 8
+from workers.analysis.localisation.common import Located, mapped_box, own_bounds
+from workers.analysis.localisation.parameters import (
+    CUT_SOLIDITY,
+    SCENE_AREA,
+    SCENE_COLOURS,
+    SCENE_OWN,
+    SCENE_PARTS,
+    SEGMENT_SIDE,
+    TEMPLATE_SIDE,
+)
 
 
 def scene_parts(photo: np.ndarray) -> list[np.ndarray]:

@@ -9,27 +9,16 @@ import cv2
 import numpy as np
 
 from workers.analysis.localisation.common import Box, Located
+from workers.analysis.localisation.parameters import (
+    RING_SEEN,
+    SILHOUETTE_CONTRAST,
+    SILHOUETTE_NOISE,
+    SILHOUETTE_RING,
+    SILHOUETTE_SEEN,
+    SILHOUETTE_SHARES,
+    SILHOUETTE_SIDE,
+)
 from workers.geometry import scale_box
-
-#: a plain grey product is looked for in frames this long a side, at sizes where its long side is each of these
-#: shares of the frame's short side (a product held close to the camera fills the frame and runs past it)
-SILHOUETTE_SIDE = 256
-SILHOUETTE_SHARES = tuple(0.15 * 1.25**k for k in range(12))
-#: the ring round the silhouette its pixels are set against, as a share of its long side
-SILHOUETTE_RING = 0.2
-#: a product held close runs past the frame's edge: its silhouette is looked for wherever at least these
-#: shares of it and of its ring are on screen, over the pixels on screen; smaller shares find it no more often
-#: and find it more often where it is not
-SILHOUETTE_SEEN = 0.9
-RING_SEEN = 0.8
-#: the product is where the pixels inside its silhouette stand out from the ring round it by this much: the
-#: squared difference of their means over the sum of their variances (Fisher's criterion; a mean difference
-#: of 1.7 pooled standard deviations): a grey product that reaches it is almost always in the right place, and
-#: a frame without the product almost never has a place that does
-SILHOUETTE_CONTRAST = 2.75
-#: grey levels' variance that flat pixels have anyway (sensor noise, compression): a flat wall in a flat ring
-#: is no outline
-SILHOUETTE_NOISE = 25.0
 
 
 @dataclass(frozen=True)

@@ -27,15 +27,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from workers.analysis.localisation.parameters import MOVE_PER_S, P_FLOOR, RESIZE_PER_S
 from workers.geometry import Box
-
-#: a handled product's centre moves up to about its own size in a second at no cost
-MOVE_PER_S = 1.0
-#: and its side changes by up to about this much (natural log) in a second at no cost (a factor of 1.65)
-RESIZE_PER_S = 0.5
-
-#: probabilities are held inside (P_FLOOR, 1 − P_FLOOR), so that no cost is infinite
-P_FLOOR = 1e-3
 
 
 @dataclass(frozen=True)

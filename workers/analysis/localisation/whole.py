@@ -8,16 +8,9 @@ from typing import Protocol
 import cv2
 import numpy as np
 
-from workers.analysis.localisation.common import AGREEING_SAMPLES, Box, mapped_box
+from workers.analysis.localisation.common import Box, mapped_box
+from workers.analysis.localisation.parameters import AGREEING_SAMPLES, WHOLE_QUANTILE
 from workers.geometry import box_union
-
-#: the product's extent in the main image over a video: each side at this quantile of the frames' extents,
-#: towards the larger side (a frame where an occluder hides part of the product shows less of it; one
-#: frame's stray agreement does not stretch every box)
-WHOLE_QUANTILE = 0.8
-#: the product's own pixels in its main image are its whole extent where they fill less than this share of
-#: their bounds (an outline, not a rectangle)
-WHOLE_FILL = 0.9
 
 
 class Sighting(Protocol):

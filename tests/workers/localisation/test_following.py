@@ -13,8 +13,8 @@ from tests.support.placements import FRAME
 from tests.support.placements import backgrounds as _backgrounds
 from tests.support.placements import pasted as _pasted
 from tests.support.placements import read_rgb as _read
-from workers.analysis.localisation.common import NOT_FOUND
-from workers.analysis.localisation.following import follow
+from workers.analysis.localisation.common import NOT_FOUND, Located
+from workers.analysis.localisation.following import _found_again, follow
 from workers.analysis.localisation.locator import ProductLocator
 from workers.analysis.localisation.parameters import FOLLOW_STEPS
 from workers.analysis.localisation.whole import whole_boxes
@@ -132,3 +132,18 @@ def test_a_followed_box_of_a_partly_covered_product_is_boxed_whole() -> None:
     own = _inside(truths[4], followed[4].box)
     whole = whole_boxes(followed, FRAME)[4]
     assert whole is not None and own < 0.7 and _inside(truths[4], whole) >= 0.85, (own, whole)
+
+
+def test_a_flat_patch_is_found_again_nowhere() -> None:
+    """A plain product close up, then the camera on a plain wall of the same colour: a flat patch correlates
+    with any plain wall as well as with itself (normalised cross-correlation 1 everywhere), so where it is
+    found again says nothing, and it is not looked for (the way back, which a tie of sizes happens to send
+    elsewhere here, is no guard against it)."""
+    w, h = FRAME
+    frame = _backgrounds()[0].copy()
+    box = (0.0, 0.0, 0.6 * w, 0.6 * h)
+    frame[: int(box[3]), : int(box[2])] = (200, 120, 40)
+    wall = np.full_like(frame, (200, 120, 40))
+    assert _found_again(frame, box, wall, 0.5) is None
+    found = [Located(box, 0.9, "features"), NOT_FOUND]
+    assert follow([frame, wall], found, FRAME, _two_a_second(2))[1] == NOT_FOUND

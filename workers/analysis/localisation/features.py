@@ -15,7 +15,6 @@ from workers.analysis.localisation.parameters import (
     AGREE_SIDE,
     FINE_SCALE,
     FULL_INLIERS,
-    MAX_GAIN,
     MAX_KEYPOINTS,
     MIN_INLIERS,
     OWN_RIM,
@@ -211,9 +210,7 @@ class FeatureSource:
         xs = np.clip(at[:, 0].round().astype(int), 0, size[0] - 1)
         ys = np.clip(at[:, 1].round().astype(int), 0, size[1] - 1)
         # the gain is read where the product is for certain: at its agreeing keypoints
-        gain = np.clip(
-            np.median(seen[ys, xs] / np.maximum(shown[ys, xs], 8.0), axis=0), 1 / MAX_GAIN, MAX_GAIN
-        )
+        gain = np.median(seen[ys, xs] / np.maximum(shown[ys, xs], 8.0), axis=0)
         differs = np.abs(seen - shown * gain).max(axis=2)
         agree = ((differs < AGREE_LEVEL) & (valid > 0)).astype(np.uint8)
         agree = cv2.morphologyEx(agree, cv2.MORPH_OPEN, np.ones((3, 3), np.uint8))

@@ -9,12 +9,12 @@ import numpy as np
 
 from workers.analysis.localisation.common import Box, Located
 from workers.analysis.localisation.parameters import (
+    FLAT_NOISE,
     FOLLOW_BACK,
     FOLLOW_CORE,
     FOLLOW_DECAY,
     FOLLOW_HUE,
     FOLLOW_LIGHT,
-    FOLLOW_MIN_STD,
     FOLLOW_NCC,
     FOLLOW_SCALES,
     FOLLOW_SIDE,
@@ -135,7 +135,7 @@ def _found_again(
     if cx1 - cx0 < 8 or cy1 - cy0 < 8:
         return None
     core = cv2.cvtColor(previous[cy0:cy1, cx0:cx1], cv2.COLOR_RGB2GRAY)
-    if float(core.std()) < FOLLOW_MIN_STD:
+    if float(core.var()) <= FLAT_NOISE:
         return None
     k = min(1.0, FOLLOW_SIDE / max(core.shape))
     reach = MOVE_PER_S * dt

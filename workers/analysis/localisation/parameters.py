@@ -20,6 +20,9 @@ SEGMENT_SIDE = 160
 #: samples of a video that must agree before what they say together is taken over what each says: the
 #: product's whole extent in its main image (whole_boxes), which of a scene's parts the product is (parts)
 AGREEING_SAMPLES = 3
+#: grey levels' variance that flat pixels have anyway (sensor noise, compression): a flat wall in a flat ring
+#: is no outline, and a patch no more varied than this correlates with any plain wall as well as with itself
+FLAT_NOISE = 25.0
 
 
 # --- Local features (features) --------------------------------------------------------------------
@@ -43,11 +46,12 @@ FULL_INLIERS = 40
 #: a copy of the main image this long a side gives the keypoints of a product seen small (see _small_keypoints)
 SMALL_SIDE = 96
 #: the main image warped onto the frame agrees with it where, both blurred by AGREE_BLUR px and the image
-#: scaled by a gain per channel (at most MAX_GAIN either way), no channel differs by AGREE_LEVEL (of 255)
+#: scaled by a gain per channel (the frame's light against the image's, read at the agreeing keypoints, where
+#: the product is for certain: unbounded, as a bound cut nothing off on the quality set), no channel differs by
+#: AGREE_LEVEL (of 255)
 AGREE_BLUR = 2.0
 AGREE_SIDE = 256
 AGREE_LEVEL = 28.0
-MAX_GAIN = 2.5
 #: in a studio shot, an agreeing region not joined to the keypoints counts when it is at least this share of
 #: the joined ones' area
 SPLIT_SHARE = 0.1
@@ -128,9 +132,6 @@ RING_SEEN = 0.8
 #: of 1.7 pooled standard deviations): a grey product that reaches it is almost always in the right place, and
 #: a frame without the product almost never has a place that does
 SILHOUETTE_CONTRAST = 2.75
-#: grey levels' variance that flat pixels have anyway (sensor noise, compression): a flat wall in a flat ring
-#: is no outline
-SILHOUETTE_NOISE = 25.0
 
 
 # --- A main image's own pixels (backdrop) ---------------------------------------------------------
@@ -189,8 +190,6 @@ FOLLOW_CORE = 0.8
 FOLLOW_SCALES = (0.9, 1.0, 1.1)
 #: the core is searched for at most this long a side: the correlation needs no more
 FOLLOW_SIDE = 64
-#: a core flatter than this (standard deviation of its grey levels) matches any plain wall
-FOLLOW_MIN_STD = 12.0
 #: a box followed back to its frame lands this close to where it was (share of its size), or is dropped
 FOLLOW_BACK = 0.1
 #: the product's mean colour where it is found again: its brightness within this factor either way, and each

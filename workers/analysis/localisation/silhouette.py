@@ -10,9 +10,9 @@ import numpy as np
 
 from workers.analysis.localisation.common import Box, Located
 from workers.analysis.localisation.parameters import (
+    FLAT_NOISE,
     RING_SEEN,
     SILHOUETTE_CONTRAST,
-    SILHOUETTE_NOISE,
     SILHOUETTE_RING,
     SILHOUETTE_SEEN,
     SILHOUETTE_SHARES,
@@ -98,7 +98,7 @@ def _standing_out(rings: Sequence[_Ring], grey: np.ndarray, scale: float) -> Loc
         near, near_squared = np.ascontiguousarray(padded[reach]), np.ascontiguousarray(squared[reach])
         mean_in, var_in = _moments(near, near_squared, ring.inside, ring.inside_seen)
         mean_around, var_around = _moments(near, near_squared, ring.around, ring.around_seen)
-        contrast = (mean_in - mean_around) ** 2 / (var_in + var_around + SILHOUETTE_NOISE)
+        contrast = (mean_in - mean_around) ** 2 / (var_in + var_around + FLAT_NOISE)
         contrast[~ring.counted] = 0
         _, peak, _, (x, y) = cv2.minMaxLoc(contrast)
         if best is None or peak > best[0]:

@@ -15,17 +15,16 @@ from workers.analysis.localisation.parameters import (
     BACKGROUND_SHARE,
     CORE_MATCH,
     CORE_REACH,
-    CORE_SHARE,
     CORE_SPECK,
     FAINT_MATCH,
     LIGHTS,
     LOOK_NCC,
-    LOOK_NCC_SMALLER,
+    LOOK_NCC_STRICT,
     LOOK_SIDE,
     LOOKED_BLOBS,
     MIN_SATURATION,
+    PART_SHARE,
     STRONG_LIGHTS,
-    STRONG_NCC,
     STRONG_SCALE,
 )
 from workers.geometry import box_union, iou, scale_box
@@ -50,7 +49,7 @@ def _around_core(projected: np.ndarray, labels: np.ndarray, label: int, box: Box
     own = labels[y0:y1, x0:x1] == label
     core = own & (projected[y0:y1, x0:x1] >= CORE_MATCH)
     count = int(core.sum())
-    if count < CORE_SHARE * int(own.sum()):
+    if count < PART_SHARE * int(own.sum()):
         return box
     # specks of the core (a few strongly matching pixels of a hand) are no core
     parts, part_labels, part_stats, _ = cv2.connectedComponentsWithStats(core.astype(np.uint8))
@@ -179,7 +178,7 @@ class ColourSource:
         small = cv2.resize(frame, None, fx=STRONG_SCALE, fy=STRONG_SCALE, interpolation=cv2.INTER_AREA)
         small_hsv = cv2.cvtColor(small, cv2.COLOR_RGB2HSV)
         for hist in self._strong:
-            found = self._blob(small, _matches(small_hsv, hist), None, True, STRONG_NCC)
+            found = self._blob(small, _matches(small_hsv, hist), None, True, LOOK_NCC_STRICT)
             if found is not None and found.box is not None:
                 return Located(
                     scale_box(found.box, 1 / STRONG_SCALE, 1 / STRONG_SCALE), found.confidence, "colour"
@@ -215,10 +214,10 @@ class ColourSource:
                     continue
                 return Located(boxes[k], confidence, "colour")
             # looked, the largest that looks like it: a face or a wall of the product's hues is often larger
-            # than the product beside it, and a smaller blob needs to look more like it (LOOK_NCC_SMALLER);
+            # than the product beside it, and a smaller blob needs to look more like it (LOOK_NCC_STRICT);
             # held up close, a product fills most of the frame, and a background rarely looks like it
             box, likeness = _grown_to_look(look, frame, matches.faint, boxes[k])
-            if likeness < max(least, LOOK_NCC if rank == 0 else LOOK_NCC_SMALLER):
+            if likeness < max(least, LOOK_NCC if rank == 0 else LOOK_NCC_STRICT):
                 continue
             # a blob that looks like the product may have a hand of its hues joined to it: where the part
             # round its core looks more like the product, that part is the product

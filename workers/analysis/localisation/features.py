@@ -17,10 +17,10 @@ from workers.analysis.localisation.parameters import (
     FULL_INLIERS,
     MAX_KEYPOINTS,
     MIN_INLIERS,
-    OWN_RIM,
+    PART_SHARE,
     RATIO,
+    RIM,
     SMALL_SIDE,
-    SPLIT_SHARE,
 )
 
 #: a frame's keypoints: their positions (frame pixels) and ORB descriptors
@@ -77,9 +77,9 @@ class FeatureSource:
                 self._templates.append((small_points, small_descriptors))
         self._corners = self._outline(mask)
         #: the main image's pixels that may agree with a frame where the product is seen again: its own pixels
-        #: and a rim round them (OWN_RIM) where they are known, as a photo's surroundings (a road, a dark hill)
+        #: and a rim round them (RIM) where they are known, as a photo's surroundings (a road, a dark hill)
         #: agree with any plain or dark stretch of the frame round the product and stretched its box; else all
-        self._agreeable = mask if own is None else grown_mask(own, OWN_RIM)
+        self._agreeable = mask if own is None else grown_mask(own, RIM)
         self._matcher = cv2.BFMatcher(cv2.NORM_HAMMING)
         # the pyramid's levels from FINE_SCALE down to the frame's own size
         levels = math.ceil(math.log(FINE_SCALE) / math.log(self._orb.getScaleFactor()))
@@ -219,7 +219,7 @@ class FeatureSource:
         if self._studio:
             # inside a studio shot's outline every agreeing pixel is the product's: a part that an occluder
             # cuts off from the keypoints counts too, when it is no speck
-            least = SPLIT_SHARE * sum(int(stats[label, cv2.CC_STAT_AREA]) for label in joined)
+            least = PART_SHARE * sum(int(stats[label, cv2.CC_STAT_AREA]) for label in joined)
             joined |= {k for k in range(1, len(stats)) if stats[k, cv2.CC_STAT_AREA] >= least}
         (px0, py0), (px1, py1) = points.min(axis=0), points.max(axis=0)
         ex0, ey0, ex1, ey1 = float(px0), float(py0), float(px1), float(py1)

@@ -10,8 +10,6 @@ import numpy as np
 from workers.analysis.localisation.common import Box, Located
 from workers.analysis.localisation.parameters import (
     FLAT_NOISE,
-    FOLLOW_BACK,
-    FOLLOW_CORE,
     FOLLOW_DECAY,
     FOLLOW_HUE,
     FOLLOW_LIGHT,
@@ -20,6 +18,7 @@ from workers.analysis.localisation.parameters import (
     FOLLOW_SIDE,
     FOLLOW_STEPS,
     MOVE_PER_S,
+    RIM,
 )
 from workers.geometry import scale_box
 
@@ -99,12 +98,12 @@ def _moved(before: Located, box: Box, shift: np.ndarray, scale: float) -> Locate
 
 
 def _agrees(back: Box, box: Box) -> bool:
-    """Whether a box followed back to the frame it came from (back) lands on it again (within FOLLOW_BACK of
+    """Whether a box followed back to the frame it came from (back) lands on it again (within RIM of
     its size): pixels that left with the product match some other place going back; its own pixels do not."""
     size = max(box[2] - box[0], box[3] - box[1])
     return (
-        abs((back[0] + back[2]) - (box[0] + box[2])) / 2 <= FOLLOW_BACK * size
-        and abs((back[1] + back[3]) - (box[1] + box[3])) / 2 <= FOLLOW_BACK * size
+        abs((back[0] + back[2]) - (box[0] + box[2])) / 2 <= RIM * size
+        and abs((back[1] + back[3]) - (box[1] + box[3])) / 2 <= RIM * size
     )
 
 
@@ -129,9 +128,8 @@ def _found_again(
     took it there; None where nothing correlates FOLLOW_NCC."""
     h, w = frame.shape[:2]
     bw, bh = box[2] - box[0], box[3] - box[1]
-    trim = (1 - FOLLOW_CORE) / 2
-    cx0, cy0 = round(max(0.0, box[0] + trim * bw)), round(max(0.0, box[1] + trim * bh))
-    cx1, cy1 = round(min(float(w), box[2] - trim * bw)), round(min(float(h), box[3] - trim * bh))
+    cx0, cy0 = round(max(0.0, box[0] + RIM * bw)), round(max(0.0, box[1] + RIM * bh))
+    cx1, cy1 = round(min(float(w), box[2] - RIM * bw)), round(min(float(h), box[3] - RIM * bh))
     if cx1 - cx0 < 8 or cy1 - cy0 < 8:
         return None
     core = cv2.cvtColor(previous[cy0:cy1, cx0:cx1], cv2.COLOR_RGB2GRAY)
@@ -157,13 +155,13 @@ def _found_again(
     if best is None or best[0] < FOLLOW_NCC:
         return None
     _, x, y, s = best
-    # the core found at (x, y) of the shrunk search area; the box round it grows by the same trim
+    # the core found at (x, y) of the shrunk search area; the box round it grows by the same rim
     x0, y0 = sx0 + x / k, sy0 + y / k
     cw, ch = (cx1 - cx0) * s, (cy1 - cy0) * s
     there = frame[round(y0) : round(y0 + ch), round(x0) : round(x0 + cw)]
     if there.size == 0 or not _same_colour(previous[cy0:cy1, cx0:cx1], there):
         return None
-    fw, fh = cw / FOLLOW_CORE, ch / FOLLOW_CORE
+    fw, fh = cw / (1 - 2 * RIM), ch / (1 - 2 * RIM)
     gx, gy = (fw - cw) / 2, (fh - ch) / 2
     shift = np.array([[s, 0.0, x0 - s * cx0], [0.0, s, y0 - s * cy0], [0.0, 0.0, 1.0]])
     found = (max(0.0, x0 - gx), max(0.0, y0 - gy), min(float(w), x0 + cw + gx), min(float(h), y0 + ch + gy))

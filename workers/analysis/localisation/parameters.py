@@ -23,6 +23,14 @@ AGREEING_SAMPLES = 3
 #: grey levels' variance that flat pixels have anyway (sensor noise, compression): a flat wall in a flat ring
 #: is no outline, and a patch no more varied than this correlates with any plain wall as well as with itself
 FLAT_NOISE = 25.0
+#: how far a product's edge is uncertain, as a share of its size: a cut's edge lies a few pixels off the
+#: product's and a frame's edges are blurred, so a rim this wide round its own pixels may still agree with a
+#: frame (features); a box's edges show the background behind it, so following looks for the box less this rim
+#: on every side, and takes a box followed back to its frame only where it lands within this rim of where it was
+RIM = 0.1
+#: a part of a region (a blob's core, an agreeing region cut off from the rest by an occluder) is a part of it,
+#: not a speck, where it holds at least this share of the region's pixels
+PART_SHARE = 0.1
 
 
 # --- Local features (features) --------------------------------------------------------------------
@@ -52,15 +60,10 @@ SMALL_SIDE = 96
 AGREE_BLUR = 2.0
 AGREE_SIDE = 256
 AGREE_LEVEL = 28.0
-#: in a studio shot, an agreeing region not joined to the keypoints counts when it is at least this share of
+#: in a studio shot, an agreeing region not joined to the keypoints counts when it is at least PART_SHARE of
 #: the joined ones' area
-SPLIT_SHARE = 0.1
 #: Lowe's ratio test: the best match must be this much closer than the second best
 RATIO = 0.78
-
-#: the rim round a product's own pixels that may still agree with a frame, as a share of their size (the square
-#: root of their area): a cut's edge lies a few pixels off the product's, and a frame's edges are blurred
-OWN_RIM = 0.1
 
 
 # --- Colour (colour) ------------------------------------------------------------------------------
@@ -74,15 +77,14 @@ MIN_SATURATION = 40
 LIGHTS = tuple((warm, green, 1 / warm) for warm in (0.87, 1.0, 1.15) for green in (0.9, 1.0, 1.1))
 #: stronger lights, each looked for on its own (the union of their colours runs into the background: a red
 #: product's under every one of them are also a face's and a brick wall's), where LIGHTS find nothing. A blob
-#: found under one must look much like the product (STRONG_NCC): at LOOK_NCC, faces and walls of its shifted
-#: hues pass for it. Blobs need no more pixels than the frame at STRONG_SCALE gives
+#: found under one must look much like the product (LOOK_NCC_STRICT): at LOOK_NCC, faces and walls of its
+#: shifted hues pass for it. Blobs need no more pixels than the frame at STRONG_SCALE gives
 STRONG_LIGHTS = tuple(
     (warm, green, 1 / warm)
     for warm in (0.8, 1.0, 1.25)
     for green in (0.83, 1.0, 1.2)
     if (warm, green) != (1, 1)
 )
-STRONG_NCC = 0.6
 STRONG_SCALE = 0.5
 
 #: a blob of the product's colours is the product when its pixels, scaled to LOOK_SIDE a side, correlate with
@@ -94,16 +96,16 @@ LOOK_NCC = 0.45
 #: a blob of the product's colours whose box covers more than this share of the frame is a background, unless
 #: it looks like the product
 BACKGROUND_SHARE = 0.6
-#: blobs of the product's colours, largest first, whose look is compared with the product's in a frame; one
-#: smaller than the largest is the product where it looks this much like it: an orange beside a face of its
-#: hues looks well above this, slices of faces and walls beside larger blobs below it
+#: blobs of the product's colours, largest first, whose look is compared with the product's in a frame; a blob
+#: that is not the first choice (smaller than the largest, or found only under a strong light) is the product
+#: where it looks this much like it: an orange beside a face of its hues looks well above this, slices of faces
+#: and walls beside larger blobs below it (a strong light's blobs held as many boxes at this as at 0.6)
 LOOKED_BLOBS = 3
-LOOK_NCC_SMALLER = 0.7
+LOOK_NCC_STRICT = 0.7
 #: a blob's core: its pixels whose colours match the product's histogram this strongly (of 255); a hand or a
 #: face of the product's hues joins its blob at the weaker levels, not at this one
 CORE_MATCH = 192
-#: a core is trusted where it holds this share of its blob's pixels at least
-CORE_SHARE = 0.1
+#: a core is trusted where it holds at least PART_SHARE of its blob's pixels
 #: the blob's pixels within this share of the core's size (the square root of its area) of it are the product's
 CORE_REACH = 0.3
 #: core parts under this share of the core are specks
@@ -183,15 +185,11 @@ P_SURE = 0.9
 FOLLOW_STEPS = 2
 #: normalised cross-correlation the product's pixels must reach where they are found again
 FOLLOW_NCC = 0.7
-#: of the box, the central part searched for (its edges show the background behind the product)
-FOLLOW_CORE = 0.8
 #: sizes of the product tried, against the neighbouring sample's (the temporal model allows more change of size
 #: between samples, exp(±RESIZE_PER_S · dt): sizes that far apart held fewer boxes on the development half)
 FOLLOW_SCALES = (0.9, 1.0, 1.1)
 #: the core is searched for at most this long a side: the correlation needs no more
 FOLLOW_SIDE = 64
-#: a box followed back to its frame lands this close to where it was (share of its size), or is dropped
-FOLLOW_BACK = 0.1
 #: the product's mean colour where it is found again: its brightness within this factor either way, and each
 #: channel's share of it within FOLLOW_HUE
 FOLLOW_LIGHT = 1.5

@@ -25,7 +25,7 @@ from workers.analysis.localisation.parameters import (
     MIN_SATURATION,
     PART_SHARE,
     STRONG_LIGHTS,
-    STRONG_SCALE,
+    TEMPLATE_SIDE,
 )
 from workers.geometry import box_union, iou, scale_box
 
@@ -175,14 +175,13 @@ class ColourSource:
                 return found
         if not looked or not self._strong:
             return None
-        small = cv2.resize(frame, None, fx=STRONG_SCALE, fy=STRONG_SCALE, interpolation=cv2.INTER_AREA)
+        k = min(1.0, TEMPLATE_SIDE / max(frame.shape[:2]))
+        small = cv2.resize(frame, None, fx=k, fy=k, interpolation=cv2.INTER_AREA)
         small_hsv = cv2.cvtColor(small, cv2.COLOR_RGB2HSV)
         for hist in self._strong:
             found = self._blob(small, _matches(small_hsv, hist), None, True, LOOK_NCC_STRICT)
             if found is not None and found.box is not None:
-                return Located(
-                    scale_box(found.box, 1 / STRONG_SCALE, 1 / STRONG_SCALE), found.confidence, "colour"
-                )
+                return Located(scale_box(found.box, 1 / k, 1 / k), found.confidence, "colour")
         return None
 
     def _blob(

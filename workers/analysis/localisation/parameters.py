@@ -78,14 +78,14 @@ LIGHTS = tuple((warm, green, 1 / warm) for warm in (0.87, 1.0, 1.15) for green i
 #: stronger lights, each looked for on its own (the union of their colours runs into the background: a red
 #: product's under every one of them are also a face's and a brick wall's), where LIGHTS find nothing. A blob
 #: found under one must look much like the product (LOOK_NCC_STRICT): at LOOK_NCC, faces and walls of its
-#: shifted hues pass for it. Blobs need no more pixels than the frame at STRONG_SCALE gives
+#: shifted hues pass for it. They are looked for in the frame at the main image's size (TEMPLATE_SIDE): a blob
+#: is compared with the product's look, and needs no more pixels than the image that look came from
 STRONG_LIGHTS = tuple(
     (warm, green, 1 / warm)
     for warm in (0.8, 1.0, 1.25)
     for green in (0.83, 1.0, 1.2)
     if (warm, green) != (1, 1)
 )
-STRONG_SCALE = 0.5
 
 #: a blob of the product's colours is the product when its pixels, scaled to LOOK_SIDE a side, correlate with
 #: the product's own by at least LOOK_NCC (colour channels together, over the product's pixels): the colours

@@ -161,11 +161,11 @@ CUT_AREA = (0.1, 0.9)
 #: table or a cloth behind the product runs off the photo on two sides or more), whose colours are its own:
 #: at least SCENE_OWN of the photo's match to its hue-saturation histogram lies in it (a teal toy among
 #: letters, a shell and a box, 0.92; patches of a cat's fur, whose colours are all over the photo, 0.31 at
-#: most, and found as readily on a street's browns); at most SCENE_PARTS, the largest
+#: most, and found as readily on a street's browns); at most as many as there are colours, the largest (each
+#: part is a locator built and run on the samples: a bound on the cost, which cut no part off on the quality set)
 SCENE_COLOURS = 8
 SCENE_AREA = (0.01, 0.4)
 SCENE_OWN = 0.6
-SCENE_PARTS = 8
 
 
 # --- Comparing the sources' finds (locator) -------------------------------------------------------

@@ -12,7 +12,6 @@ from workers.analysis.localisation.parameters import (
     SCENE_AREA,
     SCENE_COLOURS,
     SCENE_OWN,
-    SCENE_PARTS,
     SEGMENT_SIDE,
     TEMPLATE_SIDE,
 )
@@ -51,7 +50,7 @@ def scene_parts(photo: np.ndarray) -> list[np.ndarray]:
     size = (photo.shape[1], photo.shape[0])
     return [
         np.asarray(cv2.resize(region * 255, size, interpolation=cv2.INTER_NEAREST), np.uint8)
-        for _, region in parts[:SCENE_PARTS]
+        for _, region in parts[:SCENE_COLOURS]
     ]
 
 

@@ -19,12 +19,13 @@ from workers.analysis.localisation.parameters import (
     FAINT_MATCH,
     LIGHTS,
     LOOK_NCC,
-    LOOK_NCC_STRICT,
+    LOOK_NCC_SMALLER,
     LOOK_SIDE,
     LOOKED_BLOBS,
     MIN_SATURATION,
     PART_SHARE,
     STRONG_LIGHTS,
+    STRONG_NCC,
     TEMPLATE_SIDE,
 )
 from workers.geometry import box_union, iou, scale_box
@@ -179,7 +180,7 @@ class ColourSource:
         small = cv2.resize(frame, None, fx=k, fy=k, interpolation=cv2.INTER_AREA)
         small_hsv = cv2.cvtColor(small, cv2.COLOR_RGB2HSV)
         for hist in self._strong:
-            found = self._blob(small, _matches(small_hsv, hist), None, True, LOOK_NCC_STRICT)
+            found = self._blob(small, _matches(small_hsv, hist), None, True, STRONG_NCC)
             if found is not None and found.box is not None:
                 return Located(scale_box(found.box, 1 / k, 1 / k), found.confidence, "colour")
         return None
@@ -213,10 +214,10 @@ class ColourSource:
                     continue
                 return Located(boxes[k], confidence, "colour")
             # looked, the largest that looks like it: a face or a wall of the product's hues is often larger
-            # than the product beside it, and a smaller blob needs to look more like it (LOOK_NCC_STRICT);
+            # than the product beside it, and a smaller blob needs to look more like it (LOOK_NCC_SMALLER);
             # held up close, a product fills most of the frame, and a background rarely looks like it
             box, likeness = _grown_to_look(look, frame, matches.faint, boxes[k])
-            if likeness < max(least, LOOK_NCC if rank == 0 else LOOK_NCC_STRICT):
+            if likeness < max(least, LOOK_NCC if rank == 0 else LOOK_NCC_SMALLER):
                 continue
             # a blob that looks like the product may have a hand of its hues joined to it: where the part
             # round its core looks more like the product, that part is the product

@@ -77,15 +77,18 @@ MIN_SATURATION = 40
 LIGHTS = tuple((warm, green, 1 / warm) for warm in (0.87, 1.0, 1.15) for green in (0.9, 1.0, 1.1))
 #: stronger lights, each looked for on its own (the union of their colours runs into the background: a red
 #: product's under every one of them are also a face's and a brick wall's), where LIGHTS find nothing. A blob
-#: found under one must look much like the product (LOOK_NCC_STRICT): at LOOK_NCC, faces and walls of its
-#: shifted hues pass for it. They are looked for in the frame at the main image's size (TEMPLATE_SIDE): a blob
-#: is compared with the product's look, and needs no more pixels than the image that look came from
+#: found under one must look much like the product (STRONG_NCC): at LOOK_NCC, faces and walls of its shifted
+#: hues pass for it, and at LOOK_NCC_SMALLER a plain product's own blobs under them are lost (four more of the
+#: development half's crops then held the product in under 95 % of their frames).
+#: They are looked for in the frame at the main image's size (TEMPLATE_SIDE): a blob is compared with the
+#: product's look, and needs no more pixels than the image that look came from
 STRONG_LIGHTS = tuple(
     (warm, green, 1 / warm)
     for warm in (0.8, 1.0, 1.25)
     for green in (0.83, 1.0, 1.2)
     if (warm, green) != (1, 1)
 )
+STRONG_NCC = 0.6
 
 #: a blob of the product's colours is the product when its pixels, scaled to LOOK_SIDE a side, correlate with
 #: the product's own by at least LOOK_NCC (colour channels together, over the product's pixels): the colours
@@ -96,12 +99,11 @@ LOOK_NCC = 0.45
 #: a blob of the product's colours whose box covers more than this share of the frame is a background, unless
 #: it looks like the product
 BACKGROUND_SHARE = 0.6
-#: blobs of the product's colours, largest first, whose look is compared with the product's in a frame; a blob
-#: that is not the first choice (smaller than the largest, or found only under a strong light) is the product
-#: where it looks this much like it: an orange beside a face of its hues looks well above this, slices of faces
-#: and walls beside larger blobs below it (a strong light's blobs held as many boxes at this as at 0.6)
+#: blobs of the product's colours, largest first, whose look is compared with the product's in a frame; one
+#: smaller than the largest is the product where it looks this much like it: an orange beside a face of its
+#: hues looks well above this, slices of faces and walls beside larger blobs below it
 LOOKED_BLOBS = 3
-LOOK_NCC_STRICT = 0.7
+LOOK_NCC_SMALLER = 0.7
 #: a blob's core: its pixels whose colours match the product's histogram this strongly (of 255); a hand or a
 #: face of the product's hues joins its blob at the weaker levels, not at this one
 CORE_MATCH = 192

@@ -78,8 +78,7 @@ LIGHTS = tuple((warm, green, 1 / warm) for warm in (0.87, 1.0, 1.15) for green i
 #: stronger lights, each looked for on its own (the union of their colours runs into the background: a red
 #: product's under every one of them are also a face's and a brick wall's), where LIGHTS find nothing. A blob
 #: found under one must look much like the product (STRONG_NCC): at LOOK_NCC, faces and walls of its shifted
-#: hues pass for it, and at LOOK_NCC_SMALLER a plain product's own blobs under them are lost (four more of the
-#: development half's crops then held the product in under 95 % of their frames).
+#: hues pass for it, and at LOOK_NCC_SMALLER a plain product's own blobs under them are lost.
 #: They are looked for in the frame at the main image's size (TEMPLATE_SIDE): a blob is compared with the
 #: product's look, and needs no more pixels than the image that look came from
 STRONG_LIGHTS = tuple(

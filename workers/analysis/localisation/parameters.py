@@ -90,16 +90,16 @@ STRONG_LIGHTS = tuple(
 STRONG_NCC = 0.6
 
 #: a blob of the product's colours is the product when its pixels, scaled to LOOK_SIDE a side, correlate with
-#: the product's own by at least LOOK_NCC (colour channels together, over the product's pixels): the colours
-#: of a red apple are a face's, a brick wall's and a red sign's too, but its shading is not: such blobs correlate
-#: less than LOOK_NCC with the apple's own pixels, the apple's own blobs mostly well above it
+#: the product's own by at least LOOK_NCC (colour channels together, over the product's pixels): a plain
+#: product's colours are often a face's, a brick wall's or a sign's too, but its shading is not: such blobs
+#: correlate less than LOOK_NCC with the product's own pixels, the product's own blobs mostly well above it
 LOOK_SIDE = 32
 LOOK_NCC = 0.45
 #: a blob of the product's colours whose box covers more than this share of the frame is a background, unless
 #: it looks like the product
 BACKGROUND_SHARE = 0.6
 #: blobs of the product's colours, largest first, whose look is compared with the product's in a frame; one
-#: smaller than the largest is the product where it looks this much like it: an orange beside a face of its
+#: smaller than the largest is the product where it looks this much like it: a product beside a face of its
 #: hues looks well above this, slices of faces and walls beside larger blobs below it
 LOOKED_BLOBS = 3
 LOOK_NCC_SMALLER = 0.7
@@ -146,9 +146,8 @@ BACKDROP_LEVEL = 24
 #: edge (what the photo is of is inside; its surroundings reach the edges)
 CUT_INSET = 0.05
 #: a cut is clean, and its pixels the product's, when its largest part holds this share of it, is one solid
-#: blob (this share of its convex hull: a scene of many things, such as a toy among a shelf's things, cuts
-#: ragged, a single object nearly solid) and covers a share of the photo between
-#: these (a close-up's cut is a feature of it, such as a cat's eyes)
+#: blob (this share of its convex hull: a scene of many things cuts ragged, a single object nearly solid) and
+#: covers a share of the photo between these (a close-up's cut is one feature of its subject)
 CUT_JOINED = 0.9
 CUT_SOLIDITY = 0.85
 CUT_AREA = (0.1, 0.9)
@@ -160,9 +159,9 @@ CUT_AREA = (0.1, 0.9)
 #: SEGMENT_SIDE a side, each cluster's connected regions a part where it is one solid thing (CUT_SOLIDITY of its
 #: convex hull) of a share of the photo between SCENE_AREA, touching at most one of its edges (a wall, a
 #: table or a cloth behind the product runs off the photo on two sides or more), whose colours are its own:
-#: at least SCENE_OWN of the photo's match to its hue-saturation histogram lies in it (a teal toy among
-#: letters, a shell and a box, 0.92; patches of a cat's fur, whose colours are all over the photo, 0.31 at
-#: most, and found as readily on a street's browns); at most as many as there are colours, the largest (each
+#: at least SCENE_OWN of the photo's match to its hue-saturation histogram lies in it (an object of its own
+#: colours among other things lies well above it; patches of a texture whose colours are all over the photo,
+#: such as fur, well below it, and they match a street's colours as readily); at most as many as there are colours, the largest (each
 #: part is a locator built and run on the samples: a bound on the cost, which cut no part off on the quality set)
 SCENE_COLOURS = 8
 SCENE_AREA = (0.01, 0.4)

@@ -291,7 +291,11 @@ def run_floor(
     ]
     before = children_usage()
     started = time.perf_counter()
-    with multiprocessing.get_context("spawn").Pool(os.cpu_count()) as pool:
+    # held to one OpenCV thread per process, as reelgen's workers are: its own pool would spin on the cores the
+    # other items' processes use, and the floor is the least work, not that
+    with multiprocessing.get_context("spawn").Pool(
+        os.cpu_count(), initializer=cv2.setNumThreads, initargs=(CODEC_THREADS,)
+    ) as pool:
         pool.map(floor_item, jobs, chunksize=1)
         pool.close()
         pool.join()

@@ -7,6 +7,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+import cv2
 import numpy as np
 import torch
 
@@ -40,6 +41,9 @@ def pin_compute_thread(settings: DaemonSettings) -> int:
     threads = settings.torch_threads or (len(settings.pin_cores) if settings.pin_cores else 0)
     if threads:
         torch.set_num_threads(threads)
+    # the models' pre- and post-processing (resizes, the text detector's contours) runs in OpenCV's own pool:
+    # held to the same budget, so that it does not spin on the workers' cores
+    cv2.setNumThreads(torch.get_num_threads())
     return torch.get_num_threads()
 
 

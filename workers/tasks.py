@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+import cv2
 import redis
 from celery import Task
 from celery.exceptions import Ignore, Retry, SoftTimeLimitExceeded
@@ -81,6 +82,10 @@ class WorkerContext:
     def create(cls, settings: Settings) -> WorkerContext:
         if settings.redis_url is None:
             raise RuntimeError("workers need REELGEN_REDIS_URL")
+        # OpenCV keeps a pool of a thread per core for its own loops (resizes, blurs, feature detection): a worker
+        # holds it to its CPU budget, as its codecs, so that a node's workers do not each run a pool over every
+        # core (what that costs and does not: docs/performance.md, "OpenCV's threads")
+        cv2.setNumThreads(settings.threads_per_worker)
         client = redis.Redis.from_url(settings.redis_url.get_secret_value())
         cache = NodeCache(settings.resolved_cache_dir, settings.cache_max_bytes)
         work_dir = settings.state_dir / "work"

@@ -291,8 +291,8 @@ def run_floor(
     ]
     before = children_usage()
     started = time.perf_counter()
-    # held to one OpenCV thread per process, as reelgen's workers are: its own pool would spin on the cores the
-    # other items' processes use, and the floor is the least work, not that
+    # held to one OpenCV thread per process, as reelgen's workers are: the floor keeps the CPU budget of the
+    # design it is the floor of
     with multiprocessing.get_context("spawn").Pool(
         os.cpu_count(), initializer=cv2.setNumThreads, initargs=(CODEC_THREADS,)
     ) as pool:

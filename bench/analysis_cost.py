@@ -23,7 +23,7 @@ import sys
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -37,16 +37,15 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import cv2  # noqa: E402
 import torch  # noqa: E402
 
-from bench.e2e import encode_options, ensure_catalog, entries_of  # noqa: E402
+from bench.e2e import clip_specs, encode_options, ensure_catalog, entries_of  # noqa: E402
 from core.catalog_entry import CatalogEntry  # noqa: E402
-from core.settings import OutputConfig, load_settings  # noqa: E402
+from core.settings import OutputConfig, Settings, load_settings  # noqa: E402
 from gpu_service.local import LocalInference  # noqa: E402
 from gpu_service.priority import PriorityKey  # noqa: E402
 from storage.fetch import Fetcher  # noqa: E402
 from workers import pipeline  # noqa: E402
 from workers.analysis.localisation.locator import ProductLocator  # noqa: E402
-from workers.geometry import aspect_size  # noqa: E402
-from workers.media.render import OutputSpec, render_window  # noqa: E402
+from workers.media.render import render_window  # noqa: E402
 from workers.media.video import VideoSource  # noqa: E402
 
 MODEL = "model: "
@@ -59,19 +58,28 @@ class PartClock:
         self.cpu: dict[str, float] = defaultdict(float)
         self._local = threading.local()
 
+    def _stack(self) -> list[list[Any]]:
+        """This thread's open parts, outermost first: [name, CPU-s of the parts they called]."""
+        stack: list[list[Any]] = self._local.__dict__.setdefault("stack", [])
+        return stack
+
     @contextmanager
     def part(self, name: str) -> Iterator[None]:
-        stack: list[float] = self._local.__dict__.setdefault("stack", [])
-        stack.append(0.0)
+        stack = self._stack()
+        stack.append([name, 0.0])
         start = time.thread_time()
         try:
             yield
         finally:
             spent = time.thread_time() - start
-            inner = stack.pop()
+            _, inner = stack.pop()
             self.cpu[name] += spent - inner
             if stack:
-                stack[-1] += spent
+                stack[-1][1] += spent
+
+    def within(self, names: Collection[str]) -> str:
+        """The innermost of these parts open on this thread ("?" if none)."""
+        return next((name for name, _ in reversed(self._stack()) if name in names), "?")
 
     def wrap(self, owner: Any, attribute: str, name: str | Callable[[], str]) -> None:
         """Time every call of owner.attribute as the part `name` (or the name it gives at the call)."""
@@ -84,28 +92,13 @@ class PartClock:
         setattr(owner, attribute, timed)
 
 
-def _within(owner: Any, attribute: str, stage: threading.local, name: str) -> None:
-    """Calls of owner.attribute run with stage.name set to name."""
-    original: Callable[..., Any] = getattr(owner, attribute)
-
-    def staged(*args: Any, **kwargs: Any) -> Any:
-        stage.name = name
-        try:
-            return original(*args, **kwargs)
-        finally:
-            stage.name = "?"
-
-    setattr(owner, attribute, staged)
-
-
 def instrument(clock: PartClock, model: LocalInference) -> None:
     """The parts, wrapped where the stages call them (pipeline's own names for what it imports)."""
     # sampling's decode and the window's are the same call, told apart by the stage that makes it
-    stage = threading.local()
-    for name, label in (("sample_segment", "sample"), ("frame_window", "select")):
-        clock.wrap(pipeline, name, label)
-        _within(pipeline, name, stage, label)
-    clock.wrap(VideoSource, "sample_with_gray", lambda: f"{stage.__dict__.get('name', '?')}: decode")
+    stages = {"sample_segment": "sample", "frame_window": "select"}
+    for name, stage in stages.items():
+        clock.wrap(pipeline, name, stage)
+    clock.wrap(VideoSource, "sample_with_gray", lambda: f"{clock.within(stages.values())}: decode")
     clock.wrap(ProductLocator, "__init__", "locator build")
     clock.wrap(ProductLocator, "locate_all", "locate")
     for name, part in (
@@ -134,9 +127,13 @@ def instrument(clock: PartClock, model: LocalInference) -> None:
 
 
 def analyse_and_render(
-    entry: CatalogEntry, config: OutputConfig, model: LocalInference, clock: PartClock, out: Path
+    entry: CatalogEntry,
+    config: OutputConfig,
+    settings: Settings,
+    model: LocalInference,
+    clock: PartClock,
+    out: Path,
 ) -> None:
-    settings = load_settings()
     opener = Fetcher(settings)
     key = PriorityKey(0.0, 0.0)
     decoding = replace(pipeline.Decoding.from_settings(settings), threads=1)
@@ -148,16 +145,7 @@ def analyse_and_render(
     ]
     chosen = pipeline.choose(info, samples, config)
     analysis = pipeline.frame_window(entry, info, chosen, opener, model, key, config, decoding)
-    specs = []
-    for pair in config.aspect_pairs:
-        size = aspect_size(pair, info.width, info.height, config.max_output_side)
-        specs.append(
-            OutputSpec(
-                size.label, size.out_w, size.out_h, analysis.crop_path(size.label),
-                out / entry.item_id / f"{size.file_stem}.mp4", padded=analysis.padded.get(size.label, False),
-                picture_share=analysis.picture_share.get(size.label, 1.0),
-            )
-        )  # fmt: skip
+    specs = clip_specs(entry, info, analysis, config, out)
     (out / entry.item_id).mkdir(parents=True, exist_ok=True)
     # the render's encoders run on threads of their own: the process's CPU over the call is its cost
     start = time.process_time()
@@ -179,18 +167,19 @@ def main() -> None:
     torch.set_num_threads(1)
     cv2.setNumThreads(args.opencv_threads if args.opencv_threads > 0 else os.cpu_count() or 1)
     entries = entries_of(ensure_catalog(args.items, args.seed))
-    config = load_settings().output_config()
+    settings = load_settings()
+    config = settings.output_config()
     model = LocalInference()
     clock = PartClock()
     instrument(clock, model)
     out = ROOT / "bench" / ".data" / "runs" / "analysis-cost"
     # the models' own start-up (their weights loaded, first runs) is the daemon's, paid once a run: one item
     # first, not counted
-    analyse_and_render(entries[0], config, model, PartClock(), out)
+    analyse_and_render(entries[0], config, settings, model, clock, out)
     clock.cpu.clear()
     start = time.process_time()
     for entry in entries:
-        analyse_and_render(entry, config, model, clock, out)
+        analyse_and_render(entry, config, settings, model, clock, out)
     total = time.process_time() - start
     per_item = {name: cpu / len(entries) for name, cpu in clock.cpu.items()}
     per_item["other"] = total / len(entries) - sum(per_item.values())

@@ -57,7 +57,7 @@ from workers.media.containers import Frame, VideoInfo
 from workers.media.render import EncodeOptions, OutputSpec, render_window
 from workers.media.sound import sound_options
 from workers.media.video import VideoSource
-from workers.pipeline import Decoding, choose, frame_window, load_image, sample_times, score_samples
+from workers.pipeline import Analysis, Decoding, choose, frame_window, load_image, sample_times, score_samples
 
 DATA = Path(__file__).resolve().parent / ".data"
 CODEC_THREADS = 1
@@ -168,16 +168,27 @@ def naive_item(
         decoding = replace(Decoding.from_settings(settings), threads=CODEC_THREADS)
         analysis = frame_window(entry, info, chosen, opener, model, key, config, decoding)
     with clock.stage("render"):
-        for pair in config.aspect_pairs:
-            size = aspect_size(pair, info.width, info.height, config.max_output_side)
-            spec = OutputSpec(
-                size.label, size.out_w, size.out_h, analysis.crop_path(size.label),
-                out / entry.item_id / f"{size.file_stem}.mp4", padded=analysis.padded.get(size.label, False),
-                picture_share=analysis.picture_share.get(size.label, 1.0),
-            )  # fmt: skip
+        for spec in clip_specs(entry, info, analysis, config, out):
             render_window(
                 video, analysis.window.start_s, analysis.window.end_s, [spec], encode_options(config)
             )
+
+
+def clip_specs(
+    entry: CatalogEntry, info: VideoInfo, analysis: Analysis, config: OutputConfig, out: Path
+) -> list[OutputSpec]:
+    """Every aspect's clip of an analysed item, written under out/<item_id>/."""
+    specs = []
+    for pair in config.aspect_pairs:
+        size = aspect_size(pair, info.width, info.height, config.max_output_side)
+        specs.append(
+            OutputSpec(
+                size.label, size.out_w, size.out_h, analysis.crop_path(size.label),
+                out / entry.item_id / f"{size.file_stem}.mp4", padded=analysis.padded.get(size.label, False),
+                picture_share=analysis.picture_share.get(size.label, 1.0),
+            )
+        )  # fmt: skip
+    return specs
 
 
 def run_in_process(

@@ -71,3 +71,14 @@ def test_a_wrapped_call_is_timed_under_the_name_it_gives_at_the_call(monkeypatch
     stage[0] = "select"
     Source().decode(0.5)
     assert dict(clock.cpu) == {"sample: decode": 2.0, "select: decode": 0.5}
+
+
+def test_within_names_the_innermost_open_part_of_those_asked_on_this_thread() -> None:
+    clock = PartClock()
+    seen: list[str] = []
+    with clock.part("select"), clock.part("planner"):
+        seen.append(clock.within({"sample", "select"}))
+        worker = threading.Thread(target=lambda: seen.append(clock.within({"sample", "select"})))
+        worker.start()
+        worker.join()
+    assert seen == ["select", "?"]
